@@ -1,0 +1,12 @@
+#pragma once
+// .safetensors: u64 LE header length, a JSON header {key: {dtype, shape, data_offsets}}, then data.
+// Used to supply constants to a standalone MLX payload (.mlxg), keyed like a .pte's named data.
+#include <string>
+
+#include "frontend/named_data.h"
+
+namespace wgml::frontend {
+
+NamedData read_safetensors(const io::ByteView& file, const std::string& path);
+
+}  // namespace wgml::frontend

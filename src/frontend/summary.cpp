@@ -1,0 +1,148 @@
+#include "frontend/summary.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace wgml::frontend {
+namespace {
+
+IoSummary io_summary(const Model& model, const ir::Slot& slot, const std::string& fallback) {
+  IoSummary s;
+  s.slot = slot.idx;
+  s.kind = ir::slot_type_name(slot.type);
+  s.name = fallback;
+  for (const ir::NamedSlot& n : model.program.named_slots)
+    if (n.slot.idx == slot.idx && n.slot.type == slot.type) s.name = n.name;
+  if (slot.type == ir::SlotType::Tensor) {
+    if (const ir::TensorMeta* m = model.program.meta(ir::Tid{slot.idx})) {
+      s.dtype = dtype_name(m->dtype);
+      s.shape = m->shape;
+    }
+  }
+  return s;
+}
+
+std::vector<IoSummary> io_list(const Model& model, const std::vector<ir::Slot>& slots,
+                               const char* prefix) {
+  std::vector<IoSummary> out;
+  for (size_t i = 0; i < slots.size(); ++i)
+    out.push_back(io_summary(model, slots[i], prefix + std::to_string(i)));
+  return out;
+}
+
+std::string chain_role(const ir::Program& p, uint32_t c) {
+  if (c == p.main_chain_idx) return "main";
+  if (static_cast<int64_t>(c) == p.init_chain_idx) return "init";
+  return "body";
+}
+
+nlohmann::json dims_json(const std::vector<ir::Dim>& shape) {
+  nlohmann::json dims = nlohmann::json::array();
+  for (const ir::Dim& d : shape) {
+    if (d.is_static()) dims.push_back(d.value);
+    else dims.push_back({{"min", d.min_value}, {"max", d.max_value}});
+  }
+  return dims;
+}
+
+nlohmann::json io_json(const std::vector<IoSummary>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const IoSummary& s : list) {
+    nlohmann::json j = {{"name", s.name}, {"kind", s.kind}, {"slot", s.slot}};
+    if (s.kind == "tensor") {
+      j["dtype"] = s.dtype;
+      j["shape"] = dims_json(s.shape);
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+void io_text(std::ostringstream& os, const char* title, const std::vector<IoSummary>& list) {
+  os << title << " (" << list.size() << ")\n";
+  for (const IoSummary& s : list) {
+    os << "  " << s.name << ": ";
+    if (s.kind == "tensor") os << s.dtype << " " << format_shape(s.shape);
+    else os << s.kind << " value";
+    os << "  [slot " << s.slot << "]\n";
+  }
+}
+
+}  // namespace
+
+std::string format_shape(const std::vector<ir::Dim>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    const ir::Dim& d = shape[i];
+    if (d.is_static()) {
+      out += std::to_string(d.value);
+    } else {
+      out += "?(" + std::to_string(d.min_value) + ".." +
+             (d.max_value < 0 ? std::string("inf") : std::to_string(d.max_value)) + ")";
+    }
+  }
+  return out + "]";
+}
+
+ModelSummary summarize(const Model& model) {
+  const ir::Program& p = model.program;
+  ModelSummary s;
+  s.path = model.path;
+  s.format = model.format == ModelFormat::Pte ? "pte" : "mlx-payload";
+  s.version = p.version;
+  s.slot_counts = {{"constants", p.num_constant_tensors},
+                   {"inputs", p.num_input_tensors},
+                   {"outputs", p.num_output_tensors},
+                   {"mutable_buffers", p.num_mutable_buffer_tensors},
+                   {"temps", p.num_temp_tensors},
+                   {"values", p.num_values}};
+  s.inputs = io_list(model, p.inputs, "input_");
+  s.outputs = io_list(model, p.outputs, "output_");
+  s.mutable_buffers = io_list(model, p.mutable_buffers, "buffer_");
+  s.constant_count = model.constants.size();
+  for (const io::ByteView& c : model.constants) s.constant_bytes += c.size;
+  for (uint32_t c = 0; c < p.chains.size(); ++c) {
+    ChainSummary chain{c, chain_role(p, c), p.chains[c].instructions.size(), {}};
+    for (const ir::Node& n : p.chains[c].instructions) ++chain.node_histogram[std::string(ir::node_name(n))];
+    s.chains.push_back(std::move(chain));
+  }
+  return s;
+}
+
+nlohmann::json to_json(const ModelSummary& s) {
+  nlohmann::json chains = nlohmann::json::array();
+  for (const ChainSummary& c : s.chains)
+    chains.push_back({{"index", c.index},
+                      {"role", c.role},
+                      {"instructions", c.instructions},
+                      {"nodes", c.node_histogram}});
+  return {{"path", s.path},
+          {"format", s.format},
+          {"version", s.version},
+          {"slots", s.slot_counts},
+          {"inputs", io_json(s.inputs)},
+          {"outputs", io_json(s.outputs)},
+          {"mutable_buffers", io_json(s.mutable_buffers)},
+          {"constants", {{"count", s.constant_count}, {"bytes", s.constant_bytes}}},
+          {"chains", chains}};
+}
+
+std::string to_text(const ModelSummary& s) {
+  std::ostringstream os;
+  os << s.path << " (" << s.format << ", MLX IR version " << s.version << ")\n";
+  os << "slots:";
+  for (const auto& [name, count] : s.slot_counts) os << " " << name << "=" << count;
+  os << "\n";
+  io_text(os, "inputs", s.inputs);
+  io_text(os, "outputs", s.outputs);
+  io_text(os, "mutable buffers", s.mutable_buffers);
+  os << "constants: " << s.constant_count << " tensors, " << s.constant_bytes << " bytes\n";
+  for (const ChainSummary& c : s.chains) {
+    os << "chain " << c.index << " (" << c.role << "): " << c.instructions << " instructions\n";
+    for (const auto& [name, count] : c.node_histogram) os << "  " << name << " x" << count << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace wgml::frontend

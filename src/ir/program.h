@@ -1,0 +1,79 @@
+#pragma once
+// ir::Program: an MLX-delegate graph decoded into plain C++. Nothing above src/ir sees FlatBuffers.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/nodes.h"
+#include "wgml/dtype.h"
+
+namespace wgml::ir {
+
+// One dimension of a tensor's metadata: static (value >= 0) or dynamic with bounds.
+struct Dim {
+  int32_t value = -1;
+  int32_t min_value = 0;
+  int32_t max_value = -1;  // -1: unbounded
+  bool is_static() const { return value >= 0; }
+};
+
+struct TensorMeta {
+  DType dtype = DType::Float32;
+  std::vector<Dim> shape;
+  std::vector<uint8_t> dim_order;
+  bool is_static() const;
+  // Element count when every dim is static.
+  std::optional<uint64_t> static_numel() const;
+};
+
+enum class SlotType : uint8_t { Tensor = 0, Int = 1, Float = 2, Bool = 3 };
+const char* slot_type_name(SlotType t);
+
+struct Slot {
+  uint32_t idx = 0;
+  SlotType type = SlotType::Tensor;
+};
+
+struct NamedSlot {
+  std::string name;
+  Slot slot;
+};
+
+struct Chain {
+  std::vector<Node> instructions;
+};
+
+// Where a Tid lives. ExecuTorch numbers tensor slots in exactly this order.
+enum class TensorClass { Constant, Input, Output, MutableBuffer, Temp };
+const char* tensor_class_name(TensorClass c);
+
+struct Program {
+  std::string version;
+  uint32_t num_constant_tensors = 0;
+  uint32_t num_input_tensors = 0;
+  uint32_t num_output_tensors = 0;
+  uint32_t num_mutable_buffer_tensors = 0;
+  uint32_t num_temp_tensors = 0;
+  uint32_t num_values = 0;
+
+  std::vector<Chain> chains;
+  uint32_t main_chain_idx = 0;
+  int32_t init_chain_idx = -1;
+
+  std::vector<Slot> inputs;
+  std::vector<Slot> outputs;
+  std::vector<Slot> mutable_buffers;
+  std::vector<NamedSlot> named_slots;
+  // Indexed by Tid; temps (and anything the exporter left out) have none.
+  std::vector<std::optional<TensorMeta>> tensor_meta;
+
+  uint64_t num_tensors() const;
+  TensorClass tensor_class(Tid t) const;
+  const TensorMeta* meta(Tid t) const;
+  // The named slot of a tensor, if it has one (constants and mutable buffers do).
+  const NamedSlot* named_slot_of_tensor(uint32_t tid) const;
+  bool has_init_chain() const { return init_chain_idx >= 0; }
+};
+
+}  // namespace wgml::ir

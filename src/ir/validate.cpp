@@ -1,0 +1,284 @@
+#include "ir/validate.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <type_traits>
+
+#include "wgml/error.h"
+
+namespace wgml::ir {
+namespace {
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
+// Calls on_tid(tid, role) and on_vid(vid) for every slot a field refers to, whatever its shape.
+template <class OnTid, class OnVid>
+struct SlotVisitor {
+  OnTid on_tid;
+  OnVid on_vid;
+  std::string_view field;
+
+  void operator()(const Tid& t, FieldRole r) { on_tid(t, r, field); }
+  void operator()(const Vid& v, FieldRole) { on_vid(v, field); }
+  void operator()(const IntOrVid& v, FieldRole r) {
+    if (v.is_vid) (*this)(v.vid, r);
+  }
+  void operator()(const FloatOrVid& v, FieldRole r) {
+    if (v.is_vid) (*this)(v.vid, r);
+  }
+  void operator()(const VidOrTid& v, FieldRole r) {
+    if (v.is_vid) (*this)(v.vid, r);
+    else (*this)(v.tid, r);
+  }
+  void operator()(const IntOrVidOrTid& v, FieldRole r) {
+    if (v.kind == IntOrVidOrTid::Value) (*this)(v.vid, r);
+    if (v.kind == IntOrVidOrTid::Tensor) (*this)(v.tid, r);
+  }
+  template <class T>
+  void operator()(const T& value, FieldRole r) {
+    if constexpr (is_optional<T>::value) {
+      if (value) (*this)(*value, r);
+    } else if constexpr (is_vector<T>::value) {
+      for (const auto& item : value) (*this)(item, r);
+    }
+  }
+};
+
+template <class OnTid, class OnVid>
+void visit_slots(const Node& node, OnTid on_tid, OnVid on_vid) {
+  std::visit(
+      [&](const auto& n) {
+        for_each_field(n, [&](std::string_view name, const auto& value, FieldRole role) {
+          SlotVisitor<OnTid&, OnVid&> v{on_tid, on_vid, name};
+          v(value, role);
+        });
+      },
+      node);
+}
+
+std::vector<uint32_t> child_chains(const Node& node) {
+  if (const auto* scan = std::get_if<ScanNode>(&node))
+    return {static_cast<uint32_t>(scan->body_chain_idx)};
+  if (const auto* branch = std::get_if<IfNode>(&node))
+    return {branch->then_chain_idx, branch->else_chain_idx};
+  return {};
+}
+
+class Validator {
+ public:
+  Validator(const Program& p, const std::string& source) : p_(p), source_(source) {}
+
+  void run() {
+    check_chain_roots();
+    check_io_maps();
+    check_named_slots();
+    check_tensor_meta();
+    for (uint32_t c = 0; c < p_.chains.size(); ++c) check_chain_slots(c);
+    check_chain_refs();
+    std::vector<bool> written(p_.num_temp_tensors, false);
+    walk_liveness(p_.main_chain_idx, written);
+    if (p_.has_init_chain()) {
+      std::vector<bool> init_written(p_.num_temp_tensors, false);
+      walk_liveness(static_cast<uint32_t>(p_.init_chain_idx), init_written);
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& where, const std::string& expected) const {
+    throw Error(ErrorCode::InvalidProgram, source_ + ": " + where + ": expected " + expected);
+  }
+
+  static std::string at(uint32_t chain, size_t instruction, const Node& node,
+                        std::string_view field) {
+    return "chain " + std::to_string(chain) + ", instruction " + std::to_string(instruction) +
+           " (" + std::string(node_name(node)) + "), field '" + std::string(field) + "'";
+  }
+
+  void check_chain_roots() const {
+    if (p_.main_chain_idx >= p_.chains.size())
+      fail("main_chain_idx", "a chain index below " + std::to_string(p_.chains.size()) +
+                                 ", found " + std::to_string(p_.main_chain_idx));
+    if (p_.init_chain_idx < -1 || p_.init_chain_idx >= static_cast<int64_t>(p_.chains.size()))
+      fail("init_chain_idx", "-1 or a chain index below " + std::to_string(p_.chains.size()) +
+                                 ", found " + std::to_string(p_.init_chain_idx));
+    if (p_.init_chain_idx == static_cast<int64_t>(p_.main_chain_idx))
+      fail("init_chain_idx", "a chain other than the main chain");
+  }
+
+  void check_slot(const Slot& s, const std::string& where) const {
+    if (s.type == SlotType::Tensor) {
+      if (s.idx >= p_.num_tensors())
+        fail(where, "a tensor slot below " + std::to_string(p_.num_tensors()) + ", found " +
+                        std::to_string(s.idx));
+    } else if (s.idx >= p_.num_values) {
+      fail(where, "a value slot below " + std::to_string(p_.num_values) + ", found " +
+                      std::to_string(s.idx));
+    }
+  }
+
+  void check_io_maps() const {
+    auto check_map = [&](const std::vector<Slot>& map, const char* name) {
+      for (size_t i = 0; i < map.size(); ++i)
+        check_slot(map[i], std::string(name) + "[" + std::to_string(i) + "]");
+    };
+    check_map(p_.inputs, "input_map");
+    check_map(p_.outputs, "output_map");
+    check_map(p_.mutable_buffers, "mutable_buffer_map");
+    for (size_t i = 0; i < p_.mutable_buffers.size(); ++i) {
+      const Slot& s = p_.mutable_buffers[i];
+      const std::string where = "mutable_buffer_map[" + std::to_string(i) + "]";
+      if (s.type != SlotType::Tensor || p_.tensor_class(Tid{s.idx}) != TensorClass::MutableBuffer)
+        fail(where, "a tensor slot in the mutable-buffer range");
+    }
+  }
+
+  void check_named_slots() const {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < p_.named_slots.size(); ++i) {
+      const std::string where = "named_slots[" + std::to_string(i) + "]";
+      check_slot(p_.named_slots[i].slot, where);
+      if (!seen.insert(p_.named_slots[i].name).second)
+        fail(where, "a unique name, found '" + p_.named_slots[i].name + "' twice");
+    }
+  }
+
+  void check_tensor_meta() const {
+    if (p_.tensor_meta.size() > p_.num_tensors())
+      fail("tensor_meta", "at most " + std::to_string(p_.num_tensors()) + " entries, found " +
+                              std::to_string(p_.tensor_meta.size()));
+    const uint64_t persistent = uint64_t{p_.num_constant_tensors};
+    for (uint64_t t = 0; t < persistent; ++t) {
+      const TensorMeta* m = p_.meta(Tid{static_cast<uint32_t>(t)});
+      if (!m) fail("tensor_meta[" + std::to_string(t) + "]", "metadata for constant tensor");
+      if (!m->is_static())
+        fail("tensor_meta[" + std::to_string(t) + "]", "a static shape for a constant");
+      if (!p_.named_slot_of_tensor(static_cast<uint32_t>(t)))
+        fail("named_slots", "a name for constant tensor " + std::to_string(t));
+    }
+    for (const Slot& s : p_.mutable_buffers) {
+      const TensorMeta* m = p_.meta(Tid{s.idx});
+      if (!m || !m->is_static())
+        fail("tensor_meta[" + std::to_string(s.idx) + "]",
+             "static metadata for mutable buffer tensor");
+    }
+  }
+
+  void check_chain_slots(uint32_t c) const {
+    const bool is_init = static_cast<int64_t>(c) == p_.init_chain_idx;
+    const auto& instructions = p_.chains[c].instructions;
+    for (size_t i = 0; i < instructions.size(); ++i) {
+      const Node& node = instructions[i];
+      visit_slots(
+          node,
+          [&](Tid t, FieldRole role, std::string_view field) {
+            if (t.idx >= p_.num_tensors())
+              fail(at(c, i, node, field), "a tensor slot below " +
+                                              std::to_string(p_.num_tensors()) + ", found " +
+                                              std::to_string(t.idx));
+            if (role != FieldRole::Read && !is_init &&
+                p_.tensor_class(t) == TensorClass::Constant)
+              fail(at(c, i, node, field),
+                   "no write to constant tensor " + std::to_string(t.idx) +
+                       " outside the init chain");
+          },
+          [&](Vid v, std::string_view field) {
+            if (v.idx >= p_.num_values)
+              fail(at(c, i, node, field), "a value slot below " + std::to_string(p_.num_values) +
+                                              ", found " + std::to_string(v.idx));
+          });
+      for (uint32_t child : child_chains(node)) {
+        if (child >= p_.chains.size() || child == p_.main_chain_idx ||
+            static_cast<int64_t>(child) == p_.init_chain_idx)
+          fail(at(c, i, node, "chain index"),
+               "a body chain index below " + std::to_string(p_.chains.size()) +
+                   " other than the main and init chains, found " + std::to_string(child));
+      }
+    }
+  }
+
+  // Body chains must not (directly or indirectly) contain themselves.
+  void check_chain_refs() const {
+    std::vector<int> state(p_.chains.size(), 0);  // 0 new, 1 on stack, 2 done
+    for (uint32_t c = 0; c < p_.chains.size(); ++c) visit_refs(c, state);
+  }
+
+  void visit_refs(uint32_t c, std::vector<int>& state) const {
+    if (state[c] == 2) return;
+    if (state[c] == 1) fail("chain " + std::to_string(c), "no chain that runs itself");
+    state[c] = 1;
+    for (const Node& node : p_.chains[c].instructions)
+      for (uint32_t child : child_chains(node)) visit_refs(child, state);
+    state[c] = 2;
+  }
+
+  bool is_temp(Tid t) const { return p_.tensor_class(t) == TensorClass::Temp; }
+  size_t temp_index(Tid t) const { return t.idx - (p_.num_tensors() - p_.num_temp_tensors); }
+
+  void walk_liveness(uint32_t c, std::vector<bool>& written) const {
+    const auto& instructions = p_.chains[c].instructions;
+    for (size_t i = 0; i < instructions.size(); ++i) {
+      const Node& node = instructions[i];
+      std::vector<Tid> writes;
+      visit_slots(
+          node,
+          [&](Tid t, FieldRole role, std::string_view field) {
+            if (!is_temp(t)) return;
+            if (role == FieldRole::Write) {
+              writes.push_back(t);
+            } else if (!written[temp_index(t)]) {
+              fail(at(c, i, node, field), "temp tensor " + std::to_string(t.idx) +
+                                              " to be written by an earlier instruction");
+            }
+          },
+          [](Vid, std::string_view) {});
+      walk_children(node, written);
+      for (Tid t : writes) written[temp_index(t)] = true;
+    }
+  }
+
+  void walk_children(const Node& node, std::vector<bool>& written) const {
+    if (const auto* scan = std::get_if<ScanNode>(&node)) {
+      std::vector<bool> body = written;
+      for (Tid t : scan->sliced)
+        if (is_temp(t)) body[temp_index(t)] = true;
+      walk_liveness(static_cast<uint32_t>(scan->body_chain_idx), body);
+    } else if (const auto* branch = std::get_if<IfNode>(&node)) {
+      std::vector<bool> then_w = written, else_w = written;
+      walk_liveness(branch->then_chain_idx, then_w);
+      walk_liveness(branch->else_chain_idx, else_w);
+      for (size_t k = 0; k < written.size(); ++k) written[k] = then_w[k] && else_w[k];
+    }
+  }
+
+  const Program& p_;
+  const std::string& source_;
+};
+
+}  // namespace
+
+void validate_program(const Program& program, const std::string& source) {
+  Validator(program, source).run();
+}
+
+std::vector<bool> constants_written_by_init(const Program& program) {
+  std::vector<bool> out(program.num_constant_tensors, false);
+  if (!program.has_init_chain()) return out;
+  for (const Node& node : program.chains[program.init_chain_idx].instructions)
+    visit_slots(
+        node,
+        [&](Tid t, FieldRole role, std::string_view) {
+          if (role != FieldRole::Read && t.idx < program.num_constant_tensors) out[t.idx] = true;
+        },
+        [](Vid, std::string_view) {});
+  return out;
+}
+
+}  // namespace wgml::ir
