@@ -19,7 +19,7 @@ add_custom_command(
 
 add_custom_command(
   OUTPUT ${WGML_GEN_DIR}/frontend/pte/executorch_program_generated.h
-  COMMAND flatbuffers::flatc --cpp --scoped-enums -o ${WGML_GEN_DIR}/frontend/pte ${CMAKE_SOURCE_DIR}/schema/executorch_program.fbs
+  COMMAND flatbuffers::flatc --cpp --gen-object-api --scoped-enums -o ${WGML_GEN_DIR}/frontend/pte ${CMAKE_SOURCE_DIR}/schema/executorch_program.fbs
   DEPENDS ${CMAKE_SOURCE_DIR}/schema/executorch_program.fbs
   COMMENT "flatc: ExecuTorch Program subset")
 

@@ -1,18 +1,27 @@
 // dawn_subset.h - the part of webgpu.h that gpu_micro.cpp uses, written for the Dawn build
 // shipped in npm `bun-webgpu-linux-x64@0.1.7` (libwebgpu_wrapper.so, which ships no header).
 //
-// Every layout and enum value below was checked by hand against the upstream header of that
-// build (shared/reference/dawn-webgpu.h). Only what the benchmark touches is declared; the
-// functions are declared so that decltype(&wgpuX) gives their pointer types, they are never
-// linked (the program dlopen()s the library).
+// Layouts and enum values were checked against the upstream header of that build
+// (shared/reference/dawn-webgpu.h) and then against the binary itself, which is NEWER than that
+// header in two places (found by running it on lavapipe, 2026-11-30):
+//   * WGPUQueueWorkDoneCallback DOES take a WGPUStringView message (as in the standard header);
+//     with the header's message-less signature the callback reads the message pointer as
+//     userdata1.
+//   * WGPULimits is 152 bytes and ends with one uint32_t after maxComputeWorkgroupsPerDimension
+//     (maxImmediateSize, 0 on lavapipe), not the header's four per-stage storage limits; the
+//     library writes exactly 152 bytes in wgpuAdapterGetLimits.
+// Confirmed as the header says: WGPUFeatureName uses Dawn's older numbering (ShaderF16 = 0x0A:
+// requesting 0x0A enables `enable f16;`, 0x0B does not); WGPUInstanceDescriptor carries the inline
+// WGPUInstanceCapabilities struct (timedWaitAnyEnable makes a blocking wgpuInstanceWaitAny work).
+// Only what the benchmark touches is declared; functions are declared so that decltype(&wgpuX)
+// gives their pointer types, they are never linked (the program dlopen()s the library).
 //
 // Where this build differs from the wgpu-native header (webgpu.h of the `wgpu` PyPI wheel):
-//   * WGPUInstanceDescriptor carries an inline WGPUInstanceCapabilities struct
-//     (timedWaitAnyEnable, timedWaitAnyMaxCount) instead of requiredFeatures/requiredLimits.
-//   * WGPUQueueWorkDoneCallback has no message (WGPUStringView) argument.
-//   * WGPUFeatureName values are numbered differently (e.g. ShaderF16 = 0x0A, not 0x0B).
-//   * WGPULimits ends with four per-stage storage limits instead of maxImmediateSize.
-//   * WGPUSType values above 0x0B differ.
+//   * WGPUInstanceDescriptor: inline WGPUInstanceCapabilities {nextInChain, timedWaitAnyEnable,
+//     timedWaitAnyMaxCount} instead of requiredFeatureCount/requiredFeatures/requiredLimits.
+//   * WGPUFeatureName values are numbered differently (TimestampQuery 0x03 vs 0x09, ShaderF16
+//     0x0A vs 0x0B, Subgroups 0x11 vs 0x12, CoreFeaturesAndLimits 0x12 vs 0x01).
+//   * WGPUSType values above 0x0B differ (Dawn extensions live at 0x0005xxxx).
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -238,11 +247,9 @@ typedef struct WGPULimits {
   uint32_t maxComputeWorkgroupSizeY;
   uint32_t maxComputeWorkgroupSizeZ;
   uint32_t maxComputeWorkgroupsPerDimension;
-  // Dawn-build tail (wgpu-native has `uint32_t maxImmediateSize` here instead).
-  uint32_t maxStorageBuffersInVertexStage;
-  uint32_t maxStorageTexturesInVertexStage;
-  uint32_t maxStorageBuffersInFragmentStage;
-  uint32_t maxStorageTexturesInFragmentStage;
+  // The binary ends the struct here (152 bytes), unlike shared/reference/dawn-webgpu.h which
+  // lists four per-stage storage limits instead.
+  uint32_t maxImmediateSize;
 } WGPULimits;
 
 typedef struct WGPUSupportedFeatures {
@@ -255,9 +262,9 @@ typedef void (*WGPURequestAdapterCallback)(WGPURequestAdapterStatus status, WGPU
                                            WGPUStringView message, void* userdata1, void* userdata2);
 typedef void (*WGPURequestDeviceCallback)(WGPURequestDeviceStatus status, WGPUDevice device,
                                           WGPUStringView message, void* userdata1, void* userdata2);
-// Dawn build: no message argument.
-typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus status, void* userdata1,
-                                          void* userdata2);
+// The binary passes a message here (the reference header says it does not).
+typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus status, WGPUStringView message,
+                                          void* userdata1, void* userdata2);
 typedef void (*WGPUBufferMapCallback)(WGPUMapAsyncStatus status, WGPUStringView message,
                                       void* userdata1, void* userdata2);
 typedef void (*WGPUDeviceLostCallback)(const WGPUDevice* device, WGPUDeviceLostReason reason,

@@ -147,7 +147,8 @@ void wait_future(WGPUFuture f, const bool& done, const char* what) {
   WGPUFutureWaitInfo info{f, 0};
   WGPUWaitStatus st = g.InstanceWaitAny(g_instance, 1, &info, UINT64_MAX);
   if (st != WGPUWaitStatus_Success || !done)
-    die("waiting for %s failed (status %d, completed %d, done %d, future %llu)", what, int(st), int(info.completed), int(done), (unsigned long long)f.id);
+    die("waiting for %s failed (wait status %d, completed %d, callback seen %d)", what, int(st),
+        int(info.completed), int(done));
 #else
   (void)f;
   const double deadline = now_s() + 300.0;
@@ -159,12 +160,7 @@ void wait_future(WGPUFuture f, const bool& done, const char* what) {
 #endif
 }
 
-#if defined(WGML_IMPL_DAWN)
-void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView msg, void* ud1, void* ud2) {
-  std::fprintf(stderr, "DBG work done status=%d msg=%p/%zu ud1=%p ud2=%p\n", int(status), (const void*)msg.data, msg.length, ud1, ud2);
-#else
 void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView, void* ud1, void*) {
-#endif
   if (status != WGPUQueueWorkDoneStatus_Success) die("queue work done status %d", int(status));
   *static_cast<bool*>(ud1) = true;
 }
@@ -173,9 +169,8 @@ void wait_queue(WGPUQueue queue) {
   bool done = false;
   WGPUQueueWorkDoneCallbackInfo cb{};
   cb.mode = kMode;
-  cb.callback = reinterpret_cast<decltype(cb.callback)>(on_work_done);
+  cb.callback = on_work_done;
   cb.userdata1 = &done;
-  std::fprintf(stderr, "DBG &done=%p\n", (void*)&done);
   wait_future(g.QueueOnSubmittedWorkDone(queue, cb), done, "queue work done");
 }
 
@@ -592,8 +587,12 @@ CopyResult measure_copy(const Setup& s, const Options& o) {
 
   auto h = read_back(s, dst, 0, probe);
   auto t = read_back(s, dst, n - probe, probe);
-  r.verified = std::memcmp(h.data(), head.data(), probe) == 0 &&
-               std::memcmp(t.data(), tail.data(), probe) == 0;
+  const bool head_ok = std::memcmp(h.data(), head.data(), probe) == 0;
+  const bool tail_ok = std::memcmp(t.data(), tail.data(), probe) == 0;
+  r.verified = head_ok && tail_ok;
+  if (!r.verified)
+    std::fprintf(stderr, "gpu_micro: copy of %" PRIu64 " bytes wrong: first 64 KiB %s, last 64 KiB %s\n",
+                 n, head_ok ? "ok" : "WRONG", tail_ok ? "ok" : "WRONG");
   g.BindGroupRelease(bg);
   g.ComputePipelineRelease(p);
   g.BufferDestroy(src);
@@ -785,6 +784,13 @@ int main(int argc, char** argv) {
     feats += b;
   }
   const uint32_t sgm = subgroup_matrix_feature_id();
+  // wgpu-native offers subgroups as its own native feature, not the standard one.
+  const bool sg_std = has_feature(s, uint32_t(WGPUFeatureName_Subgroups));
+#if defined(WGML_IMPL_WGPU)
+  const bool sg_native = has_feature(s, uint32_t(WGPUNativeFeature_Subgroup));
+#else
+  const bool sg_native = false;
+#endif
 
   std::printf("{\n");
   std::printf("  \"implementation\": \"%s\",\n", kImplName);
@@ -804,11 +810,12 @@ int main(int argc, char** argv) {
               s.limits.maxStorageBufferBindingSize, s.limits.maxBufferSize,
               s.limits.maxComputeWorkgroupsPerDimension, s.limits.maxComputeWorkgroupStorageSize,
               s.limits.maxComputeInvocationsPerWorkgroup, s.limits.maxStorageBuffersPerShaderStage);
-  std::printf("  \"features\": {\"shader-f16\": %s, \"subgroups\": %s, \"timestamp-query\": %s, "
+  std::printf("  \"features\": {\"shader-f16\": %s, \"subgroups\": %s, \"subgroups_via\": \"%s\", "
+              "\"timestamp-query\": %s, "
               "\"subgroup-matrix\": %s, \"subgroup_matrix_feature\": \"%s\", \"shader_f16_kernel\": \"%s\", "
               "\"all\": [%s]},\n",
               yn(has_feature(s, uint32_t(WGPUFeatureName_ShaderF16))),
-              yn(has_feature(s, uint32_t(WGPUFeatureName_Subgroups))),
+              yn(sg_std || sg_native), sg_std ? "standard" : (sg_native ? "native" : "none"),
               yn(has_feature(s, uint32_t(WGPUFeatureName_TimestampQuery))),
               yn(sgm && has_feature(s, sgm)),
 #if defined(WGML_IMPL_DAWN)

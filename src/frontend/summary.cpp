@@ -6,13 +6,19 @@
 namespace wgml::frontend {
 namespace {
 
+// ExecuTorch prefixes slot names with "<4 hex>/" to keep methods apart; users know the rest.
+std::string display_name(const std::string& name) {
+  const auto slash = name.find('/');
+  return slash == 4 ? name.substr(5) : name;
+}
+
 IoSummary io_summary(const Model& model, const ir::Slot& slot, const std::string& fallback) {
   IoSummary s;
   s.slot = slot.idx;
   s.kind = ir::slot_type_name(slot.type);
   s.name = fallback;
   for (const ir::NamedSlot& n : model.program.named_slots)
-    if (n.slot.idx == slot.idx && n.slot.type == slot.type) s.name = n.name;
+    if (n.slot.idx == slot.idx && n.slot.type == slot.type) s.name = display_name(n.name);
   if (slot.type == ir::SlotType::Tensor) {
     if (const ir::TensorMeta* m = model.program.meta(ir::Tid{slot.idx})) {
       s.dtype = dtype_name(m->dtype);

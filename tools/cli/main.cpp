@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/summary.h"
+#include "io/npy.h"
 #include "wgml/error.h"
+#include "wgml/session.h"
 
 namespace {
 
@@ -13,6 +15,75 @@ int inspect(const std::string& path, bool json) {
   const auto summary = wgml::frontend::summarize(model);
   if (json) std::cout << wgml::frontend::to_json(summary).dump(2) << "\n";
   else std::cout << wgml::frontend::to_text(summary);
+  return 0;
+}
+
+struct RunArgs {
+  std::string path;
+  std::string device = "cpu";
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  std::string constants;
+};
+
+// Binds "NAME=PATH" (or a bare PATH, in positional order) to the session's inputs.
+std::vector<wgml::Value> load_inputs(const wgml::Session& session, const std::vector<std::string>& specs) {
+  const auto& infos = session.inputs();
+  std::vector<wgml::Value> values(infos.size());
+  std::vector<bool> bound(infos.size(), false);
+  size_t next = 0;
+  for (const std::string& spec : specs) {
+    const auto eq = spec.find('=');
+    size_t index = next;
+    std::string path = spec;
+    if (eq != std::string::npos) {
+      const std::string name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+      index = infos.size();
+      for (size_t i = 0; i < infos.size(); ++i)
+        if (infos[i].name == name) index = i;
+      if (index == infos.size())
+        throw wgml::Error(wgml::ErrorCode::InvalidArgument, "--input " + spec + ": the model has no input named '" + name + "'");
+    }
+    if (index >= infos.size())
+      throw wgml::Error(wgml::ErrorCode::InvalidArgument, "--input " + spec + ": the model has only " + std::to_string(infos.size()) + " inputs");
+    const wgml::Tensor t = wgml::io::read_npy(path, infos[index].dtype);
+    if (infos[index].kind == "tensor") values[index] = t;
+    else values[index] = static_cast<int64_t>(t.numel() == 1 ? t.data_as<int64_t>()[0] : 0);
+    bound[index] = true;
+    next = index + 1;
+  }
+  for (size_t i = 0; i < infos.size(); ++i)
+    if (!bound[i]) throw wgml::Error(wgml::ErrorCode::InvalidArgument, "input '" + infos[i].name + "' was not given (--input NAME=FILE.npy)");
+  return values;
+}
+
+std::string describe(const wgml::Value& v) {
+  if (const auto* t = std::get_if<wgml::Tensor>(&v)) {
+    std::string s = std::string(wgml::dtype_name(t->dtype())) + " [";
+    for (int d = 0; d < t->rank(); ++d) s += (d ? ", " : "") + std::to_string(t->dim(d));
+    return s + "]";
+  }
+  if (const auto* i = std::get_if<int64_t>(&v)) return "int " + std::to_string(*i);
+  if (const auto* f = std::get_if<double>(&v)) return "float " + std::to_string(*f);
+  return std::get<bool>(v) ? "bool true" : "bool false";
+}
+
+int run(const RunArgs& args) {
+  wgml::Session session(args.path, wgml::SessionOptions{args.device, args.constants});
+  const auto outputs = session.run(load_inputs(session, args.inputs));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = session.outputs()[i].name;
+    std::cout << name << ": " << describe(outputs[i]);
+    if (!args.output_dir.empty()) {
+      const std::string file = args.output_dir + "/" + name + ".npy";
+      if (const auto* t = std::get_if<wgml::Tensor>(&outputs[i])) {
+        wgml::io::write_npy(file, *t);
+        std::cout << " -> " << file;
+      }
+    }
+    std::cout << "\n";
+  }
   return 0;
 }
 
@@ -28,9 +99,18 @@ int main(int argc, char** argv) {
   inspect_cmd->add_option("file", inspect_path, "Model file (.pte, .mlxg)")->required();
   inspect_cmd->add_flag("--json", inspect_json, "Print JSON");
 
+  RunArgs run_args;
+  auto* run_cmd = app.add_subcommand("run", "Run a model on inputs given as .npy files");
+  run_cmd->add_option("file", run_args.path, "Model file (.pte, .mlxg)")->required();
+  run_cmd->add_option("--device", run_args.device, "cpu")->check(CLI::IsMember({"cpu", "webgpu"}));
+  run_cmd->add_option("--input", run_args.inputs, "NAME=PATH.npy, or PATH.npy in input order");
+  run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy here");
+  run_cmd->add_option("--constants", run_args.constants, "Constants (.safetensors) for a .mlxg payload");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*inspect_cmd) return inspect(inspect_path, inspect_json);
+    if (*run_cmd) return run(run_args);
   } catch (const wgml::Error& e) {
     std::cerr << "wgml: error [" << wgml::error_code_name(e.code()) << "]: " << e.what() << "\n";
     return 1;

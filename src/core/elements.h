@@ -1,0 +1,21 @@
+#pragma once
+// Element-wise access to tensor bytes of any dtype, through double (floats) or int64 (integers).
+// The CPU reference and the runtime's casts use these; they favour clarity over speed.
+#include <cstdint>
+
+#include "wgml/tensor.h"
+
+namespace wgml {
+
+double load_as_double(DType t, const uint8_t* base, int64_t i);
+int64_t load_as_int64(DType t, const uint8_t* base, int64_t i);
+// Stores with the target dtype's conversion rules: floats round to nearest even, integers wrap
+// (two's complement), float-to-integer truncates toward zero (NaN -> 0, saturating at the
+// int64 range first), anything-to-bool is "nonzero".
+void store_double(DType t, uint8_t* base, int64_t i, double v);
+void store_int64(DType t, uint8_t* base, int64_t i, int64_t v);
+
+// A copy of `x` converted to `dtype` (a plain copy when the dtypes match).
+Tensor cast(const Tensor& x, DType dtype);
+
+}  // namespace wgml

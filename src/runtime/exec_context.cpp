@@ -1,0 +1,72 @@
+#include "runtime/exec_context.h"
+
+#include <limits>
+
+namespace wgml::runtime {
+
+void fail(const std::string& message) { throw Error(ErrorCode::Runtime, message); }
+
+int32_t clamp_to_int32(int64_t v) {
+  constexpr int64_t lo = std::numeric_limits<int32_t>::min();
+  constexpr int64_t hi = std::numeric_limits<int32_t>::max();
+  return static_cast<int32_t>(v < lo ? lo : (v > hi ? hi : v));
+}
+
+ExecContext::ExecContext(const ir::Program& program)
+    : program_(program),
+      tensors_(static_cast<size_t>(program.num_tensors())),
+      values_(program.num_values) {}
+
+const Tensor& ExecContext::tensor(ir::Tid t) const {
+  const Tensor& v = tensors_[t.idx];
+  if (!v.defined())
+    fail("tensor slot " + std::to_string(t.idx) + " (" +
+         ir::tensor_class_name(program_.tensor_class(t)) + ") is read before it is written");
+  return v;
+}
+
+const ScalarValue& ExecContext::value(ir::Vid v) const {
+  const ScalarValue& s = values_[v.idx];
+  if (std::holds_alternative<std::monostate>(s))
+    fail("value slot " + std::to_string(v.idx) + " is read before it is written");
+  return s;
+}
+
+int32_t ExecContext::int_value(ir::Vid v) const {
+  const ScalarValue& s = value(v);
+  if (const auto* i = std::get_if<int32_t>(&s)) return *i;
+  if (const auto* b = std::get_if<bool>(&s)) return *b ? 1 : 0;
+  fail("value slot " + std::to_string(v.idx) + " holds a float where an int is expected");
+}
+
+float ExecContext::float_value(ir::Vid v) const {
+  const ScalarValue& s = value(v);
+  if (const auto* f = std::get_if<float>(&s)) return *f;
+  if (const auto* i = std::get_if<int32_t>(&s)) return static_cast<float>(*i);
+  return std::get<bool>(s) ? 1.0f : 0.0f;
+}
+
+void ExecContext::clear_values() {
+  for (ScalarValue& v : values_) v = std::monostate{};
+}
+
+int32_t ExecContext::resolve(const ir::IntOrVid& v) const {
+  return v.is_vid ? int_value(v.vid) : clamp_to_int32(v.literal);
+}
+
+std::vector<int32_t> ExecContext::resolve(const std::vector<ir::IntOrVid>& v) const {
+  std::vector<int32_t> out;
+  out.reserve(v.size());
+  for (const auto& item : v) out.push_back(resolve(item));
+  return out;
+}
+
+float ExecContext::resolve(const ir::FloatOrVid& v) const {
+  return v.is_vid ? float_value(v.vid) : static_cast<float>(v.literal);
+}
+
+const Tensor* ExecContext::optional_tensor(const std::optional<ir::Tid>& t) const {
+  return t ? &tensor(*t) : nullptr;
+}
+
+}  // namespace wgml::runtime

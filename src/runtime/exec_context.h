@@ -1,0 +1,52 @@
+#pragma once
+// The slot state one program execution works on: tensor slots, value slots, and operand
+// resolution with the MLX runtime's rules. Kernels read inputs and write outputs through it.
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/program.h"
+#include "wgml/error.h"
+#include "wgml/tensor.h"
+
+namespace wgml::runtime {
+
+// A value slot: the MLX runtime stores int32, float or bool.
+using ScalarValue = std::variant<std::monostate, int32_t, float, bool>;
+
+class ExecContext {
+ public:
+  explicit ExecContext(const ir::Program& program);
+
+  const ir::Program& program() const { return program_; }
+
+  const Tensor& tensor(ir::Tid t) const;
+  bool has_tensor(ir::Tid t) const { return tensors_[t.idx].defined(); }
+  void set_tensor(ir::Tid t, Tensor value) { tensors_[t.idx] = std::move(value); }
+  void clear_tensor(ir::Tid t) { tensors_[t.idx] = Tensor(); }
+
+  const ScalarValue& value(ir::Vid v) const;
+  int32_t int_value(ir::Vid v) const;
+  float float_value(ir::Vid v) const;
+  void set_value(ir::Vid v, ScalarValue value) { values_[v.idx] = value; }
+  void clear_values();
+
+  // IntOrVid: literals clamp to int32 (INT64_MAX becomes the "to the end" INT32_MAX).
+  int32_t resolve(const ir::IntOrVid& v) const;
+  std::vector<int32_t> resolve(const std::vector<ir::IntOrVid>& v) const;
+  float resolve(const ir::FloatOrVid& v) const;
+  // Optional Tid fields.
+  const Tensor* optional_tensor(const std::optional<ir::Tid>& t) const;
+
+ private:
+  const ir::Program& program_;
+  std::vector<Tensor> tensors_;
+  std::vector<ScalarValue> values_;
+};
+
+// Kernels report bad operands with this; the executor adds the chain, instruction and node.
+[[noreturn]] void fail(const std::string& message);
+
+int32_t clamp_to_int32(int64_t v);
+
+}  // namespace wgml::runtime

@@ -1,0 +1,204 @@
+#include "runtime/executor.h"
+
+#include <cstring>
+#include <limits>
+
+#include "core/elements.h"
+#include "runtime/native_ops.h"
+
+namespace wgml::runtime {
+namespace {
+
+Shape static_shape(const ir::TensorMeta& meta) {
+  Shape s;
+  for (const ir::Dim& d : meta.shape) s.push_back(d.value);
+  return s;
+}
+
+std::string describe_shape(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+void check_input_tensor(const Tensor& t, const ir::TensorMeta& meta, const std::string& name) {
+  if (t.dtype() != meta.dtype)
+    throw Error(ErrorCode::InvalidArgument, name + ": expected dtype " +
+                                                std::string(dtype_name(meta.dtype)) + ", found " +
+                                                std::string(dtype_name(t.dtype())));
+  if (static_cast<size_t>(t.rank()) != meta.shape.size())
+    throw Error(ErrorCode::InvalidArgument,
+                name + ": expected rank " + std::to_string(meta.shape.size()) + ", found shape " +
+                    describe_shape(t.shape()));
+  for (size_t d = 0; d < meta.shape.size(); ++d) {
+    const ir::Dim& dim = meta.shape[d];
+    const int64_t n = t.shape()[d];
+    const bool ok = dim.is_static() ? n == dim.value
+                                    : n >= dim.min_value && (dim.max_value < 0 || n <= dim.max_value);
+    if (!ok)
+      throw Error(ErrorCode::InvalidArgument,
+                  name + ": dimension " + std::to_string(d) + " is " + std::to_string(n) +
+                      ", expected " +
+                      (dim.is_static() ? std::to_string(dim.value)
+                                       : "a size in [" + std::to_string(dim.min_value) + ", " +
+                                             (dim.max_value < 0 ? std::string("inf")
+                                                                : std::to_string(dim.max_value)) +
+                                             "]"));
+  }
+}
+
+}  // namespace
+
+Executor::Executor(std::shared_ptr<const frontend::Model> model, const Backend& backend)
+    : model_(std::move(model)), backend_(backend), ctx_(model_->program) {
+  bind_constants();
+  zero_mutable_buffers();
+  const ir::Program& p = model_->program;
+  if (p.has_init_chain()) {
+    run_chain(static_cast<uint32_t>(p.init_chain_idx));
+    reset_transients();
+  }
+}
+
+bool Executor::handles_natively(size_t union_id) { return is_native_op(union_id); }
+
+void Executor::bind_constants() {
+  const ir::Program& p = model_->program;
+  for (uint32_t tid = 0; tid < p.num_constant_tensors; ++tid) {
+    const ir::TensorMeta& meta = *p.meta(ir::Tid{tid});
+    const io::ByteView& bytes = model_->constants[tid];
+    Tensor t = Tensor::view(meta.dtype, static_shape(meta), bytes.owner, bytes.data);
+    // Constants the init chain computes may carry placeholder bytes; it writes them before use.
+    if (t.nbytes() == bytes.size) ctx_.set_tensor(ir::Tid{tid}, std::move(t));
+  }
+}
+
+void Executor::zero_mutable_buffers() {
+  for (const ir::Slot& s : model_->program.mutable_buffers) {
+    const ir::TensorMeta& meta = *model_->program.meta(ir::Tid{s.idx});
+    ctx_.set_tensor(ir::Tid{s.idx}, Tensor(meta.dtype, static_shape(meta)));
+  }
+}
+
+std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
+  const ir::Program& p = model_->program;
+  if (inputs.size() != p.inputs.size())
+    throw Error(ErrorCode::InvalidArgument,
+                model_->path + ": expected " + std::to_string(p.inputs.size()) +
+                    " inputs, found " + std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) bind_input(i, inputs[i]);
+  std::vector<Value> outputs;
+  try {
+    run_chain(p.main_chain_idx);
+    for (size_t i = 0; i < p.outputs.size(); ++i) outputs.push_back(take_output(i));
+  } catch (...) {
+    reset_transients();
+    throw;
+  }
+  reset_transients();
+  return outputs;
+}
+
+void Executor::bind_input(size_t i, const Value& v) {
+  const ir::Slot& slot = model_->program.inputs[i];
+  const std::string name = model_->path + ": input " + std::to_string(i);
+  if (slot.type == ir::SlotType::Tensor) {
+    const Tensor* t = std::get_if<Tensor>(&v);
+    if (!t || !t->defined())
+      throw Error(ErrorCode::InvalidArgument, name + ": expected a tensor");
+    if (const ir::TensorMeta* meta = model_->program.meta(ir::Tid{slot.idx}))
+      check_input_tensor(*t, *meta, name);
+    ctx_.set_tensor(ir::Tid{slot.idx}, *t);
+    return;
+  }
+  const int64_t* n = std::get_if<int64_t>(&v);
+  if (slot.type != ir::SlotType::Int || !n)
+    throw Error(ErrorCode::InvalidArgument,
+                name + ": expected an int value (the MLX runtime accepts only int value inputs)");
+  if (*n < std::numeric_limits<int32_t>::min() || *n > std::numeric_limits<int32_t>::max())
+    throw Error(ErrorCode::InvalidArgument,
+                name + ": value " + std::to_string(*n) + " does not fit in int32");
+  ctx_.set_value(ir::Vid{slot.idx}, static_cast<int32_t>(*n));
+}
+
+Value Executor::take_output(size_t i) {
+  const ir::Slot& slot = model_->program.outputs[i];
+  if (slot.type != ir::SlotType::Tensor) {
+    const ScalarValue& s = ctx_.value(ir::Vid{slot.idx});
+    if (const auto* f = std::get_if<float>(&s)) return double{*f};
+    if (const auto* b = std::get_if<bool>(&s)) return *b;
+    return int64_t{std::get<int32_t>(s)};
+  }
+  const Tensor& t = ctx_.tensor(ir::Tid{slot.idx});
+  const ir::TensorMeta* meta = model_->program.meta(ir::Tid{slot.idx});
+  if (meta && meta->dtype != t.dtype()) return cast(t, meta->dtype);
+  return t;
+}
+
+void Executor::reset_transients() {
+  const ir::Program& p = model_->program;
+  const uint64_t first_io = p.num_constant_tensors;
+  const uint64_t first_buffer = first_io + p.num_input_tensors + p.num_output_tensors;
+  for (uint64_t t = first_io; t < p.num_tensors(); ++t) {
+    const bool is_buffer = t >= first_buffer && t < first_buffer + p.num_mutable_buffer_tensors;
+    if (!is_buffer) ctx_.clear_tensor(ir::Tid{static_cast<uint32_t>(t)});
+  }
+  ctx_.clear_values();
+}
+
+void Executor::run_chain(uint32_t chain) {
+  const auto& instructions = model_->program.chains[chain].instructions;
+  for (size_t i = 0; i < instructions.size(); ++i) run_instruction(chain, i, instructions[i]);
+}
+
+std::string Executor::where(uint32_t chain, size_t index, const ir::Node& node) const {
+  return model_->path + ": chain " + std::to_string(chain) + ", instruction " +
+         std::to_string(index) + " (" + std::string(ir::node_name(node)) + ")";
+}
+
+void Executor::run_instruction(uint32_t chain, size_t index, const ir::Node& node) {
+  // Control flow reports errors from inside its body chains, already located.
+  if (const auto* scan = std::get_if<ir::ScanNode>(&node)) return run_scan(*scan);
+  if (const auto* branch = std::get_if<ir::IfNode>(&node)) return run_if(*branch);
+  const size_t id = node.index() + 1;
+  try {
+    if (is_native_op(id)) {
+      run_native_op(node, ctx_);
+      return;
+    }
+    KernelFn kernel = backend_.kernels().find(id);
+    if (!kernel)
+      throw Error(ErrorCode::Unsupported,
+                  "the " + std::string(backend_.name()) + " backend has no kernel for this node");
+    kernel(node, ctx_);
+  } catch (const Error& e) {
+    throw Error(e.code(), where(chain, index, node) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::Runtime, where(chain, index, node) + ": out of memory");
+  }
+}
+
+void Executor::run_if(const ir::IfNode& node) {
+  run_chain(ctx_.resolve(node.cond) != 0 ? node.then_chain_idx : node.else_chain_idx);
+}
+
+void Executor::run_scan(const ir::ScanNode& scan) {
+  if (scan.originals.empty() || scan.originals.size() != scan.sliced.size())
+    throw Error(ErrorCode::InvalidProgram,
+                model_->path + ": ScanNode: expected as many sliced slots as originals (>= 1)");
+  const Tensor& first = ctx_.tensor(scan.originals[0]);
+  const int axis = normalize_axis(scan.scan_axis, first.rank());
+  const int64_t steps = first.dim(axis);
+  std::vector<std::vector<Tensor>> collected(scan.outputs.size());
+  for (int64_t t = 0; t < steps; ++t) {
+    for (size_t i = 0; i < scan.originals.size(); ++i)
+      ctx_.set_tensor(scan.sliced[i], take_index(ctx_.tensor(scan.originals[i]), axis, t));
+    run_chain(static_cast<uint32_t>(scan.body_chain_idx));
+    for (size_t i = 0; i < scan.outputs.size(); ++i)
+      collected[i].push_back(ctx_.tensor(scan.outputs[i]));
+  }
+  for (size_t i = 0; i < scan.outputs.size(); ++i)
+    ctx_.set_tensor(scan.outputs[i], stack(collected[i], axis));
+}
+
+}  // namespace wgml::runtime

@@ -1,0 +1,46 @@
+#pragma once
+// Executor: owns a loaded model's state and runs it with ExecuTorch MLX-runtime semantics.
+// Constants are bound once, mutable buffers zero-filled once and kept across run() calls, the
+// init chain runs once, the main chain per call. Control flow (Scan, If), value-slot arithmetic
+// and slot copies are handled here for every backend; everything else goes to the backend.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/model.h"
+#include "runtime/backend.h"
+#include "runtime/exec_context.h"
+
+namespace wgml::runtime {
+
+class Executor {
+ public:
+  Executor(std::shared_ptr<const frontend::Model> model, const Backend& backend);
+
+  // Positional inputs in input_map order; returns outputs in output_map order.
+  std::vector<Value> run(const std::vector<Value>& inputs);
+
+  const frontend::Model& model() const { return *model_; }
+
+  // Node types this executor runs itself, whatever the backend.
+  static bool handles_natively(size_t union_id);
+
+ private:
+  void bind_constants();
+  void zero_mutable_buffers();
+  void bind_input(size_t i, const Value& v);
+  Value take_output(size_t i);
+  void reset_transients();
+
+  void run_chain(uint32_t chain);
+  void run_instruction(uint32_t chain, size_t index, const ir::Node& node);
+  void run_scan(const ir::ScanNode& scan);
+  void run_if(const ir::IfNode& node);
+  std::string where(uint32_t chain, size_t index, const ir::Node& node) const;
+
+  std::shared_ptr<const frontend::Model> model_;
+  const Backend& backend_;
+  ExecContext ctx_;
+};
+
+}  // namespace wgml::runtime

@@ -1,0 +1,121 @@
+// End-to-end: real ExecuTorch MLX-delegate exports (tools/fixtures/export_pte_fixtures.py) load,
+// report what ExecuTorch's own deserializer saw, and reproduce torch's outputs on the CPU backend.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/elements.h"
+#include "frontend/summary.h"
+#include "io/npy.h"
+#include "wgml/session.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kFixtures = fs::path(WGML_SOURCE_DIR) / "tests/fixtures/pte";
+
+std::vector<std::string> fixture_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(kFixtures))
+    if (fs::exists(entry.path() / "manifest.json") && fs::exists(entry.path() / "step0_input_0.npy"))
+      names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+json manifest(const std::string& name) {
+  std::ifstream in(kFixtures / name / "manifest.json");
+  return json::parse(in);
+}
+
+void expect_close(const wgml::Tensor& got, const wgml::Tensor& want, double rtol, double atol,
+                  const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = wgml::load_as_double(got.dtype(), got.data(), i);
+    const double w = wgml::load_as_double(want.dtype(), want.data(), i);
+    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)) && reported++ < 5)
+      ADD_FAILURE() << what << " element " << i << ": got " << g << ", expected " << w;
+  }
+}
+
+class PteFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PteFixture, InspectMatchesExecuTorchsDecoding) {
+  const json m = manifest(GetParam());
+  const json& facts = m["inspect"];
+  const auto model = wgml::frontend::load_model((kFixtures / GetParam() / "model.pte").string());
+  const auto s = wgml::frontend::summarize(model);
+  EXPECT_EQ(s.version, facts["version"]);
+  EXPECT_EQ(s.slot_counts.at("constants"), facts["num_constant_tensors"]);
+  EXPECT_EQ(s.slot_counts.at("inputs"), facts["num_input_tensors"]);
+  EXPECT_EQ(s.slot_counts.at("outputs"), facts["num_output_tensors"]);
+  EXPECT_EQ(s.slot_counts.at("mutable_buffers"), facts["num_mutable_buffer_tensors"]);
+  EXPECT_EQ(s.slot_counts.at("temps"), facts["num_temp_tensors"]);
+  EXPECT_EQ(s.slot_counts.at("values"), facts["num_values"]);
+  EXPECT_EQ(s.constant_bytes, facts["named_data_total_bytes"]);
+  ASSERT_EQ(s.chains.size(), facts["chains"].size());
+  for (size_t c = 0; c < s.chains.size(); ++c) {
+    EXPECT_EQ(s.chains[c].instructions, facts["chains"][c]["num_instructions"]);
+    EXPECT_EQ(json(s.chains[c].node_histogram), facts["chains"][c]["node_histogram"]);
+  }
+  EXPECT_EQ(s.inputs.size(), m["inputs"].size());
+  EXPECT_EQ(s.outputs.size(), m["outputs"].size());
+  for (size_t i = 0; i < s.inputs.size(); ++i) EXPECT_EQ(s.inputs[i].dtype, m["inputs"][i]["dtype"]);
+}
+
+TEST_P(PteFixture, CpuReproducesTorchOutputsStepByStep) {
+  const json m = manifest(GetParam());
+  const fs::path dir = kFixtures / GetParam();
+  wgml::Session session((dir / "model.pte").string());
+  const double rtol = m["tolerance"]["rtol"], atol = m["tolerance"]["atol"];
+  for (int step = 0; step < m["steps"].get<int>(); ++step) {
+    std::vector<wgml::Value> inputs;
+    for (size_t i = 0; i < m["inputs"].size(); ++i) {
+      const auto dtype = wgml::dtype_from_name(m["inputs"][i]["dtype"].get<std::string>());
+      inputs.push_back(wgml::io::read_npy(
+          (dir / ("step" + std::to_string(step) + "_input_" + std::to_string(i) + ".npy")).string(), dtype));
+    }
+    const auto outputs = session.run(inputs);
+    ASSERT_EQ(outputs.size(), m["outputs"].size());
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      const auto dtype = wgml::dtype_from_name(m["outputs"][j]["dtype"].get<std::string>());
+      const auto want = wgml::io::read_npy(
+          (dir / ("step" + std::to_string(step) + "_expected_" + std::to_string(j) + ".npy")).string(), dtype);
+      expect_close(std::get<wgml::Tensor>(outputs[j]), want, rtol, atol,
+                   GetParam() + " step " + std::to_string(step) + " output " + std::to_string(j));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RealExports, PteFixture, ::testing::ValuesIn(fixture_names()),
+                         [](const auto& info) { return info.param; });
+
+TEST(PteFixtures, ProgramWithoutMlxDelegateIsRejected) {
+  try {
+    wgml::Session session((kFixtures / "no_mlx_delegate/model.pte").string());
+    FAIL() << "expected an error";
+  } catch (const wgml::Error& e) {
+    EXPECT_EQ(e.code(), wgml::ErrorCode::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("MLXBackend"), std::string::npos);
+  }
+}
+
+TEST(PteFixtures, StandalonePayloadWithSafetensorsMatchesPte) {
+  const fs::path dir = kFixtures / "linear_act";
+  wgml::Session pte((dir / "model.pte").string());
+  wgml::Session payload((dir / "model.mlxg").string());
+  const wgml::Tensor x = wgml::io::read_npy((dir / "step0_input_0.npy").string());
+  const auto a = std::get<wgml::Tensor>(pte.run({x})[0]);
+  const auto b = std::get<wgml::Tensor>(payload.run({x})[0]);
+  expect_close(a, b, 0, 0, "payload vs pte");
+}
+
+}  // namespace
