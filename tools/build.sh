@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of wgml with Ninja (ccache shared across build dirs).
+#
+#   tools/build.sh release|asan|fuzz [extra cmake args...]
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+flavour="${1:-release}"; shift || true
+export CCACHE_BASEDIR="$repo"
+case "$flavour" in
+  release) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  asan)    args=(-DCMAKE_BUILD_TYPE=Debug -DWGML_SANITIZE=ON) ;;
+  fuzz)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DWGML_FUZZ=ON -DWGML_BUILD_TESTS=OFF) ;;
+  *) echo "build.sh: unknown flavour '$flavour'" >&2; exit 2 ;;
+esac
+dir="$repo/build-$flavour"
+[[ "$flavour" == release ]] && dir="$repo/build"
+cmake -S "$repo" -B "$dir" -G Ninja "${args[@]}" "$@" >/dev/null
+ninja -C "$dir"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs every test: the GoogleTest suites under ASan+UBSan, then each libFuzzer
+# target for WGML_FUZZ_SECONDS (default 60) on its seed corpus.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$repo/tools/setup.sh"
+"$repo/tools/build.sh" asan
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd "$repo/build-asan" && ctest --output-on-failure -j2)
+"$repo/tools/build.sh" fuzz
+"$repo/tests/fuzz/run_fuzz_smoke.sh" "$repo/build-fuzz" "${WGML_FUZZ_SECONDS:-60}"

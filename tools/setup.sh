@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything wgml builds and tests with, from Debian's packages and PyPI.
+# Idempotent and quick when everything is present (it checks before it installs).
+#
+#   tools/setup.sh            # as root (CI and the dev machines run as root)
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+log() { echo "setup: $*" >&2; }
+
+debian_packages=(
+  cmake ninja-build g++ clang libclang-rt-14-dev ccache python3 python3-venv
+  flatbuffers-compiler libflatbuffers-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev googletest libprotobuf-dev protobuf-compiler
+)
+
+missing=()
+for p in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Mesa lavapipe 25 (bookworm-backports): the Vulkan device GPU tests use where no GPU exists.
+if ! dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | grep -q '^25'; then
+  log "installing Mesa lavapipe from bookworm-backports"
+  "$repo/tools/webgpu/install_lavapipe.sh"
+fi
+
+# Python packages the tests and fixture checks use, in the project's own venv.
+venv="$repo/.venv"
+if [[ ! -x "$venv/bin/python" ]]; then
+  log "creating $venv"
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import numpy" 2>/dev/null; then
+  log "installing Python test packages"
+  "$venv/bin/pip" install -q -r "$repo/tools/requirements-test.txt"
+fi
+log "ready"
