@@ -77,12 +77,10 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   const char* code = nullptr;
   for (const Descr& d : kDescrs)
     if (d.dtype == tensor.dtype()) code = d.code;
+  // Python tuple syntax: (), (3,), (2, 3).
   std::string shape = "(";
-  for (int64_t d : tensor.shape()) shape += std::to_string(d) + ", ";
-  if (tensor.rank() > 1) shape.resize(shape.size() - 1);
-  if (tensor.rank() > 1) shape.back() = ')';
-  else if (tensor.rank() == 1) shape = shape.substr(0, shape.size() - 1) + ")";
-  else shape += ")";
+  for (int d = 0; d < tensor.rank(); ++d) shape += (d ? ", " : "") + std::to_string(tensor.dim(d));
+  shape += tensor.rank() == 1 ? ",)" : ")";
   std::string header = "{'descr': '" + std::string(code) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

@@ -38,24 +38,29 @@ std::optional<Vid> decode_vid(const mlx_delegate::Vid* v, const NodeContext&) {
   return Vid{v->idx()};
 }
 
-std::optional<IntOrVid> decode_int_or_vid(const mlx_delegate::IntOrVid* v,
-                                          const NodeContext& ctx) {
+namespace {
+
+// IntOrVid and FloatOrVid share one shape: a literal, or a value slot when is_vid.
+template <class Out, class In>
+std::optional<Out> decode_literal_or_vid(const In* v, const NodeContext& ctx) {
   if (!v) return std::nullopt;
-  IntOrVid r;
+  Out r;
   r.literal = v->literal();
   r.is_vid = v->is_vid();
   if (r.is_vid) r.vid = require(decode_vid(v->vid(), ctx), ctx.field("vid"));
   return r;
 }
 
+}  // namespace
+
+std::optional<IntOrVid> decode_int_or_vid(const mlx_delegate::IntOrVid* v,
+                                          const NodeContext& ctx) {
+  return decode_literal_or_vid<IntOrVid>(v, ctx);
+}
+
 std::optional<FloatOrVid> decode_float_or_vid(const mlx_delegate::FloatOrVid* v,
                                               const NodeContext& ctx) {
-  if (!v) return std::nullopt;
-  FloatOrVid r;
-  r.literal = v->literal();
-  r.is_vid = v->is_vid();
-  if (r.is_vid) r.vid = require(decode_vid(v->vid(), ctx), ctx.field("vid"));
-  return r;
+  return decode_literal_or_vid<FloatOrVid>(v, ctx);
 }
 
 std::optional<VidOrTid> decode_vid_or_tid(const mlx_delegate::VidOrTid* v,

@@ -106,6 +106,17 @@ TEST_F(MalformedInput, TinyProgramLoadsAsPteWithInlineDelegate) {
   expect_tiny_model(frontend::load_model(path));
 }
 
+TEST_F(MalformedInput, RichProgramLoadsInBothForms) {
+  for (const std::string& path :
+       {write_pte_model(dir_, "rich", rich_graph(), tiny_constants()),
+        write_payload_model(dir_, "rich", rich_graph(), tiny_constants())}) {
+    const frontend::Model m = frontend::load_model(path);
+    EXPECT_EQ(m.program.chains.size(), 5u) << path;
+    EXPECT_EQ(m.program.init_chain_idx, 1) << path;
+    EXPECT_EQ(m.constants.size(), 1u) << path;
+  }
+}
+
 TEST_F(MalformedInput, InitChainMayWriteConstants) {
   mx::MLXGraphT g = tiny_graph();
   std::vector<std::unique_ptr<mx::InstructionT>> init;

@@ -114,6 +114,82 @@ mx::MLXGraphT tiny_graph() {
   return g;
 }
 
+mx::MLXGraphT rich_graph() {
+  mx::MLXGraphT g;
+  g.version = std::string(1, '1');
+  g.num_constant_tensors = 1;
+  g.num_input_tensors = 1;
+  g.num_output_tensors = 1;
+  g.num_mutable_buffer_tensors = 1;
+  g.num_temp_tensors = 2;
+  g.num_values = 3;
+  auto int_or_vid = [](bool is_vid, int64_t literal, uint32_t v) {
+    auto r = std::make_unique<mx::IntOrVidT>();
+    r->is_vid = is_vid;
+    r->literal = literal;
+    if (is_vid) r->vid = vid(v);
+    return r;
+  };
+  std::vector<std::unique_ptr<mx::InstructionT>> main;
+  {
+    mx::SymSizeNodeT n;
+    n.a = tid(1);
+    n.dim = 0;
+    n.out = vid(0);
+    main.push_back(instruction(std::move(n)));
+  }
+  {
+    mx::AddIntNodeT n;
+    n.a = int_or_vid(true, 0, 0);
+    n.b = int_or_vid(false, 1, 0);
+    n.out = vid(1);
+    main.push_back(instruction(std::move(n)));
+  }
+  main.push_back(add(1, 0, 4));
+  {
+    mx::IfNodeT n;
+    n.cond = int_or_vid(true, 0, 0);
+    n.then_chain_idx = 2;
+    n.else_chain_idx = 3;
+    main.push_back(instruction(std::move(n)));
+  }
+  {
+    mx::ScanNodeT n;
+    n.originals = {mx::Tid(4)};
+    n.sliced = {mx::Tid(5)};
+    n.outputs = {mx::Tid(2)};
+    n.carry = {mx::Tid(3)};
+    n.body_chain_idx = 4;
+    n.scan_axis = 0;
+    main.push_back(instruction(std::move(n)));
+  }
+  main.push_back(add(4, 3, 2));
+  g.main_chain_idx = add_chain(g, std::move(main));
+  std::vector<std::unique_ptr<mx::InstructionT>> init, then_branch, else_branch, body;
+  init.push_back(add(0, 0, 0));
+  then_branch.push_back(add(4, 4, 5));
+  else_branch.push_back(add(4, 0, 5));
+  body.push_back(add(5, 3, 3));
+  g.init_chain_idx = static_cast<int32_t>(add_chain(g, std::move(init)));
+  add_chain(g, std::move(then_branch));
+  add_chain(g, std::move(else_branch));
+  add_chain(g, std::move(body));
+  g.input_map.push_back(tensor_slot(1));
+  g.input_map.push_back(value_slot(2, mx::SlotType::IntValueSlot));
+  g.output_map.push_back(tensor_slot(2));
+  g.mutable_buffer_map.push_back(tensor_slot(3));
+  g.named_slots.push_back(named_tensor(kTinyConstantName, 0));
+  g.named_slots.push_back(named_tensor("abcd/m", 3));
+  g.tensor_meta.push_back(tensor_meta(kScalarFloat, {2, 2}));
+  auto dynamic = tensor_meta(kScalarFloat, {-1, 2});
+  dynamic->shape[0]->min_value = 1;
+  dynamic->shape[0]->max_value = 8;
+  g.tensor_meta.push_back(std::move(dynamic));
+  g.tensor_meta.push_back(tensor_meta(kScalarFloat, {2, 2}));
+  g.tensor_meta.push_back(tensor_meta(kScalarFloat, {2, 2}));
+  return g;
+}
+
 std::vector<NamedBlob> tiny_constants() {
   return {NamedBlob{kTinyConstantName, floats({1.0f, 2.0f, 3.0f, 4.0f}), "F32", {2, 2}}};
 }

@@ -63,6 +63,13 @@ struct NamedBlob {
 mlx_delegate::MLXGraphT tiny_graph();
 std::vector<NamedBlob> tiny_constants();  // {"abcd/w": float32 {1, 2, 3, 4}}
 
+// A valid program that touches more of the IR (fuzz seeds, loader tests). Same constant as the
+// tiny one. Tids: 0 constant "abcd/w" [2,2], 1 input [-1 (1..8), 2], 2 output, 3 mutable buffer
+// "abcd/m" [2,2], 4-5 temps; values: 0-1 int (SymSize, AddInt), 2 int input.
+// Chains: 0 main (SymSize, AddInt, Add, If(2, 3), Scan(body 4), Add), 1 init (writes the
+// constant), 2/3 If branches, 4 Scan body.
+mlx_delegate::MLXGraphT rich_graph();
+
 // ---- serialization ---------------------------------------------------------------------------
 
 // The MLXGraph FlatBuffer alone (no identifier).

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target for SECONDS (default 60) on a scratch copy of its seed corpus and
+# fails on any finding (crash, sanitizer report, leak, timeout, out-of-memory).
+#   tests/fuzz/run_fuzz_smoke.sh BUILD_DIR [SECONDS]
+# BUILD_DIR is a clang build configured with -DWGML_FUZZ=ON.
+set -euo pipefail
+
+build=${1:?usage: run_fuzz_smoke.sh BUILD_DIR [SECONDS]}
+seconds=${2:-60}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/wgml_fuzz.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+status=0
+for target in payload pte; do
+  bin="$build/tests/fuzz/fuzz_$target"
+  if [[ ! -x "$bin" ]]; then
+    echo "run_fuzz_smoke: $bin not found (configure with -DWGML_FUZZ=ON and build it)" >&2
+    exit 2
+  fi
+  mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
+  cp "$here/corpus/$target/"* "$work/$target/corpus/"
+  echo "== fuzz_$target: ${seconds}s"
+  set +e
+  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+    -print_final_stats=1 -artifact_prefix="$work/$target/artifacts/" \
+    -dict="$here/wgml.dict" "$work/$target/corpus" >"$work/$target/log" 2>&1
+  rc=$?
+  set -e
+  tail -n 15 "$work/$target/log"
+  if [[ $rc -ne 0 ]] || compgen -G "$work/$target/artifacts/*" >/dev/null; then
+    echo "run_fuzz_smoke: fuzz_$target FAILED (exit $rc); findings:" >&2
+    mkdir -p "$build/fuzz-findings/$target"
+    for f in "$work/$target/artifacts/"*; do
+      [[ -e "$f" ]] || continue
+      cp "$f" "$build/fuzz-findings/$target/"
+      echo "  $build/fuzz-findings/$target/$(basename "$f")" >&2
+    done
+    grep -m1 -A25 "ERROR:\|==ERROR\|runtime error\|deadly signal\|timeout" "$work/$target/log" >&2 || true
+    status=1
+  else
+    echo "fuzz_$target: no findings"
+  fi
+done
+exit $status
