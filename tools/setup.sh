@@ -36,8 +36,22 @@ if [[ ! -x "$venv/bin/python" ]]; then
   log "creating $venv"
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import numpy" 2>/dev/null; then
+# Reinstalls whenever requirements-test.txt changed since the last install.
+requirements="$repo/tools/requirements-test.txt"
+stamp="$venv/.requirements-test.txt"
+if ! cmp -s "$requirements" "$stamp"; then
   log "installing Python test packages"
-  "$venv/bin/pip" install -q -r "$repo/tools/requirements-test.txt"
+  "$venv/bin/pip" install -q -r "$requirements"
+  cp "$requirements" "$stamp"
+fi
+
+# ONNX's own schema (onnx-ml.proto, proto2) from the onnx wheel pinned in requirements-test.txt:
+# the ONNX frontend's protobuf parser is generated from it at build time, never committed.
+onnx_proto="$repo/.cache/onnx/onnx-ml.proto"
+onnx_wheel_proto="$("$venv/bin/python" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "onnx-ml.proto"))')"
+if ! cmp -s "$onnx_wheel_proto" "$onnx_proto"; then
+  log "copying onnx-ml.proto from the onnx wheel to $onnx_proto"
+  mkdir -p "$(dirname "$onnx_proto")"
+  cp "$onnx_wheel_proto" "$onnx_proto"
 fi
 log "ready"

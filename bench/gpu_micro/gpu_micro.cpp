@@ -1,495 +1,89 @@
-// gpu_micro: WebGPU micro-benchmarks through the webgpu.h C API, loaded with dlopen().
+// gpu_micro: WebGPU micro-benchmarks through wgml's device layer (src/gpu): copy bandwidth,
+// cost per dispatch in a batch, f32 FMA rate. Each measurement checks its own result.
 //
-// Build from the repository root (headers: fetch with tools/webgpu/fetch_webgpu.sh first).
-// One source, compiled once per implementation (the two libraries speak slightly different
-// versions of webgpu.h; see dawn_subset.h for the differences):
+//   build-dir/bench/gpu_micro/gpu_micro [options] > result.json
 //
-//   Dawn (npm bun-webgpu-linux-x64, declarations from bench/gpu_micro/dawn_subset.h):
-//     g++ -O2 -std=c++20 -DWGML_IMPL_DAWN -Ibench/gpu_micro -o gpu_micro_dawn bench/gpu_micro/gpu_micro.cpp -ldl
-//   wgpu-native (PyPI wgpu, declarations from the headers in its wheel):
-//     g++ -O2 -std=c++20 -DWGML_IMPL_WGPU -I.cache/webgpu/wgpu-native-py0.32.0/wgpu/resources -o gpu_micro_wgpu bench/gpu_micro/gpu_micro.cpp -ldl
+// Options (all optional):
+//   --adapter SEL       adapter index or part of its name (default: the best one)
+//   --copy-mib N        copy buffer size in MiB (default 1024; clamped to the binding limit)
+//   --copy-reps N       copies per timed batch (default 10)
+//   --runs N            timed batches per measurement; the best is reported (default 5)
+//   --dispatches N      tiny dispatches per batch (default 2000)
+//   --fma-workgroups N  workgroups of 256 threads for the FMA kernel (default 8192)
+//   --fma-iters N       loop trips of the FMA kernel; 128 flop per thread per trip (default 1024)
+//   --trace PATH        also time one copy batch and one dispatch batch with GPU timestamps
+//                       and write them as a Chrome/Perfetto trace
 //
-// Run:
-//   gpu_micro_dawn --lib .cache/webgpu/dawn-0.1.7/package/libwebgpu_wrapper.so [options]
-//   (or set WGML_WEBGPU_LIBRARY). Options, all optional:
-//     --copy-mib N        copy-kernel buffer size in MiB (default 1024; clamped to the
-//                         adapter's maxStorageBufferBindingSize / maxBufferSize)
-//     --copy-reps N       copy dispatches per timed batch (default 10)
-//     --runs N            timed batches per measurement; the best is reported (default 5)
-//     --dispatches N      tiny dispatches per batch (default 2000)
-//     --fma-workgroups N  workgroups of 256 threads for the FMA kernel (default 8192)
-//     --fma-iters N       loop trips of the FMA kernel; 128 flop per thread per trip (default 1024)
-//
-// Prints one JSON object on stdout; diagnostics go to stderr. Exits non-zero on any failure,
-// including when the adapter is Dawn's Null backend (no real device).
-//
-// Timing: wall clock around Submit .. queue-work-done for a batch of repeats, best of --runs,
-// after one warm-up batch. Copy bandwidth counts bytes read + bytes written.
-
-#include <dlfcn.h>
-
+// Prints one JSON object on stdout. Exits 2 when a self-check fails, 1 on any error.
+// Timing: wall clock from the first recorded dispatch to the end of the GPU work, best of --runs
+// after one warm-up batch. Copy bandwidth counts bytes read plus bytes written.
 #include <algorithm>
 #include <chrono>
-#include <cinttypes>
 #include <cmath>
-#include <cstdarg>
-#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
-#if defined(WGML_IMPL_DAWN)
-#include "dawn_subset.h"
-static const char* const kImplName = "dawn";
-#elif defined(WGML_IMPL_WGPU)
-#include "webgpu.h"
-#include "wgpu.h"
-static const char* const kImplName = "wgpu-native";
-#else
-#error "define WGML_IMPL_DAWN or WGML_IMPL_WGPU"
-#endif
+#include "gpu/buffer_pool.h"
+#include "gpu/device.h"
+#include "gpu/gpu_error.h"
+#include "gpu/grid.h"
+#include "gpu/pipeline_cache.h"
+#include "gpu/profiler.h"
+#include "gpu/recorder.h"
+#include "gpu/trace_writer.h"
 
+namespace wgml::gpu {
 namespace {
 
-// ---------------------------------------------------------------------------------------
-// Function table: every entry point is resolved from the loaded library by name.
-// ---------------------------------------------------------------------------------------
-#define WGML_COMMON_FUNCS(X)                                                              \
-  X(CreateInstance) X(InstanceRequestAdapter) X(InstanceWaitAny) X(InstanceProcessEvents)  \
-  X(InstanceRelease) X(AdapterGetInfo) X(AdapterInfoFreeMembers) X(AdapterGetLimits)       \
-  X(AdapterGetFeatures) X(AdapterHasFeature) X(SupportedFeaturesFreeMembers)               \
-  X(AdapterRequestDevice) X(AdapterRelease) X(DeviceGetQueue) X(DeviceCreateBuffer)        \
-  X(DeviceCreateShaderModule) X(DeviceCreateComputePipeline)                               \
-  X(ComputePipelineGetBindGroupLayout) X(DeviceCreateBindGroup)                            \
-  X(DeviceCreateCommandEncoder) X(DeviceDestroy) X(DeviceRelease)                          \
-  X(CommandEncoderBeginComputePass) X(CommandEncoderCopyBufferToBuffer)                    \
-  X(CommandEncoderFinish) X(CommandEncoderRelease) X(CommandBufferRelease)                 \
-  X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)                       \
-  X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd)                         \
-  X(ComputePassEncoderRelease) X(QueueSubmit) X(QueueWriteBuffer)                          \
-  X(QueueOnSubmittedWorkDone) X(QueueRelease) X(BufferMapAsync)                            \
-  X(BufferGetConstMappedRange) X(BufferUnmap) X(BufferDestroy) X(BufferRelease)            \
-  X(ShaderModuleRelease) X(ComputePipelineRelease) X(BindGroupRelease)                     \
-  X(BindGroupLayoutRelease)
+using nlohmann::json;
 
-#if defined(WGML_IMPL_WGPU)
-#define WGML_IMPL_FUNCS(X) X(DevicePoll) X(GetVersion)
-#else
-#define WGML_IMPL_FUNCS(X)
-#endif
-
-struct Api {
-#define WGML_DECLARE_PTR(name) decltype(&::wgpu##name) name = nullptr;
-  WGML_COMMON_FUNCS(WGML_DECLARE_PTR)
-  WGML_IMPL_FUNCS(WGML_DECLARE_PTR)
-#undef WGML_DECLARE_PTR
+struct Options {
+  std::string adapter;
+  uint64_t copy_mib = 1024;
+  uint32_t copy_reps = 10;
+  uint32_t runs = 5;
+  uint32_t dispatches = 2000;
+  uint32_t fma_workgroups = 8192;
+  uint32_t fma_iters = 1024;
+  std::string trace_path;
 };
 
-Api g;
-WGPUInstance g_instance = nullptr;
-WGPUDevice g_device = nullptr;
-int g_error_count = 0;
+// ---- kernels ---------------------------------------------------------------------------------
 
-[[noreturn]] void die(const char* fmt, ...) {
-  std::va_list ap;
-  va_start(ap, fmt);
-  std::fprintf(stderr, "gpu_micro: ");
-  std::vfprintf(stderr, fmt, ap);
-  std::fprintf(stderr, "\n");
-  va_end(ap);
-  std::exit(1);
-}
-
-WGPUStringView sv(const char* s) { return WGPUStringView{s, WGPU_STRLEN}; }
-
-std::string str(WGPUStringView v) {
-  if (!v.data) return {};
-  if (v.length == WGPU_STRLEN) return std::string(v.data);
-  return std::string(v.data, v.length);
-}
-
-void load_library(const char* path) {
-  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) die("dlopen(%s) failed: %s", path, dlerror());
-  using ProcLookup = void (*(*)(WGPUStringView))();
-  auto lookup = reinterpret_cast<ProcLookup>(dlsym(lib, "wgpuGetProcAddress"));
-  auto resolve = [&](const char* name) -> void* {
-    void* p = dlsym(lib, name);
-    if (!p && lookup) p = reinterpret_cast<void*>(lookup(sv(name)));
-    if (!p) die("%s: missing entry point %s", path, name);
-    return p;
-  };
-#define WGML_RESOLVE(name) g.name = reinterpret_cast<decltype(g.name)>(resolve("wgpu" #name));
-  WGML_COMMON_FUNCS(WGML_RESOLVE)
-  WGML_IMPL_FUNCS(WGML_RESOLVE)
-#undef WGML_RESOLVE
-}
-
-double now_s() {
-  using clk = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clk::now().time_since_epoch()).count();
-}
-
-// ---------------------------------------------------------------------------------------
-// Waiting for futures. Dawn: instance created with timed WaitAny, callbacks WaitAnyOnly.
-// wgpu-native: callbacks AllowProcessEvents, driven by wgpuDevicePoll(wait) + ProcessEvents.
-// ---------------------------------------------------------------------------------------
-#if defined(WGML_IMPL_DAWN)
-constexpr WGPUCallbackMode kMode = WGPUCallbackMode_WaitAnyOnly;
-#else
-constexpr WGPUCallbackMode kMode = WGPUCallbackMode_AllowProcessEvents;
-#endif
-
-void wait_future(WGPUFuture f, const bool& done, const char* what) {
-#if defined(WGML_IMPL_DAWN)
-  WGPUFutureWaitInfo info{f, 0};
-  WGPUWaitStatus st = g.InstanceWaitAny(g_instance, 1, &info, UINT64_MAX);
-  if (st != WGPUWaitStatus_Success || !done)
-    die("waiting for %s failed (wait status %d, completed %d, callback seen %d)", what, int(st),
-        int(info.completed), int(done));
-#else
-  (void)f;
-  const double deadline = now_s() + 300.0;
-  while (!done) {
-    if (g_device) g.DevicePoll(g_device, 1, nullptr);
-    g.InstanceProcessEvents(g_instance);
-    if (now_s() > deadline) die("timed out waiting for %s", what);
-  }
-#endif
-}
-
-void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView, void* ud1, void*) {
-  if (status != WGPUQueueWorkDoneStatus_Success) die("queue work done status %d", int(status));
-  *static_cast<bool*>(ud1) = true;
-}
-
-void wait_queue(WGPUQueue queue) {
-  bool done = false;
-  WGPUQueueWorkDoneCallbackInfo cb{};
-  cb.mode = kMode;
-  cb.callback = on_work_done;
-  cb.userdata1 = &done;
-  wait_future(g.QueueOnSubmittedWorkDone(queue, cb), done, "queue work done");
-}
-
-// ---------------------------------------------------------------------------------------
-// Setup
-// ---------------------------------------------------------------------------------------
-struct Setup {
-  WGPUAdapter adapter = nullptr;
-  WGPUDevice device = nullptr;
-  WGPUQueue queue = nullptr;
-  WGPULimits limits{};
-  std::vector<WGPUFeatureName> features;
-  std::string vendor, architecture, device_name, description;
-  WGPUBackendType backend{};
-  WGPUAdapterType adapter_type{};
-  uint32_t vendor_id = 0, device_id = 0, subgroup_min = 0, subgroup_max = 0;
-};
-
-const char* backend_name(WGPUBackendType b) {
-  switch (b) {
-    case WGPUBackendType_Null: return "Null";
-    case WGPUBackendType_WebGPU: return "WebGPU";
-    case WGPUBackendType_D3D11: return "D3D11";
-    case WGPUBackendType_D3D12: return "D3D12";
-    case WGPUBackendType_Metal: return "Metal";
-    case WGPUBackendType_Vulkan: return "Vulkan";
-    case WGPUBackendType_OpenGL: return "OpenGL";
-    case WGPUBackendType_OpenGLES: return "OpenGLES";
-    default: return "Undefined";
-  }
-}
-
-const char* adapter_type_name(WGPUAdapterType t) {
-  switch (t) {
-    case WGPUAdapterType_DiscreteGPU: return "DiscreteGPU";
-    case WGPUAdapterType_IntegratedGPU: return "IntegratedGPU";
-    case WGPUAdapterType_CPU: return "CPU";
-    default: return "Unknown";
-  }
-}
-
-// Feature ids this program knows by name (values differ between the two headers).
-struct NamedFeature { uint32_t id; const char* name; };
-const NamedFeature kNamedFeatures[] = {
-    {uint32_t(WGPUFeatureName_TimestampQuery), "timestamp-query"},
-    {uint32_t(WGPUFeatureName_ShaderF16), "shader-f16"},
-    {uint32_t(WGPUFeatureName_Subgroups), "subgroups"},
-    {uint32_t(WGPUFeatureName_CoreFeaturesAndLimits), "core-features-and-limits"},
-#if defined(WGML_IMPL_DAWN)
-    {uint32_t(WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses),
-     "chromium-experimental-timestamp-query-inside-passes"},
-    {uint32_t(WGPUFeatureName_SubgroupsF16), "subgroups-f16"},
-    {uint32_t(WGPUFeatureName_ChromiumExperimentalSubgroupMatrix),
-     "chromium-experimental-subgroup-matrix"},
-#else
-    {uint32_t(WGPUNativeFeature_Subgroup), "native:subgroup"},
-    {uint32_t(WGPUNativeFeature_SubgroupBarrier), "native:subgroup-barrier"},
-    {uint32_t(WGPUNativeFeature_TimestampQueryInsideEncoders), "native:timestamp-query-inside-encoders"},
-    {uint32_t(WGPUNativeFeature_TimestampQueryInsidePasses), "native:timestamp-query-inside-passes"},
-    {uint32_t(WGPUNativeFeature_CooperativeMatrix), "native:cooperative-matrix"},
-    {uint32_t(WGPUNativeFeature_ShaderInt64), "native:shader-int64"},
-    {uint32_t(WGPUNativeFeature_ShaderI16), "native:shader-i16"},
-    {uint32_t(WGPUNativeFeature_ShaderF64), "native:shader-f64"},
-    {uint32_t(WGPUNativeFeature_Immediates), "native:immediates"},
-    {uint32_t(WGPUNativeFeature_MappablePrimaryBuffers), "native:mappable-primary-buffers"},
-    {uint32_t(WGPUNativeFeature_PipelineCache), "native:pipeline-cache"},
-    {uint32_t(WGPUNativeFeature_ShaderFloat32Atomic), "native:shader-float32-atomic"},
-#endif
-};
-
-bool has_feature(const Setup& s, uint32_t id) {
-  for (auto f : s.features)
-    if (uint32_t(f) == id) return true;
-  return false;
-}
-
-// Subgroup-matrix style feature of each implementation (0 when none exists in the header).
-uint32_t subgroup_matrix_feature_id() {
-#if defined(WGML_IMPL_DAWN)
-  return uint32_t(WGPUFeatureName_ChromiumExperimentalSubgroupMatrix);
-#else
-  return uint32_t(WGPUNativeFeature_CooperativeMatrix);
-#endif
-}
-
-void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
-                void* ud1, void* ud2) {
-  if (status != WGPURequestAdapterStatus_Success)
-    die("requestAdapter failed (status %d): %s", int(status), str(message).c_str());
-  *static_cast<WGPUAdapter*>(ud1) = adapter;
-  *static_cast<bool*>(ud2) = true;
-}
-
-void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message,
-               void* ud1, void* ud2) {
-  if (status != WGPURequestDeviceStatus_Success)
-    die("requestDevice failed (status %d): %s", int(status), str(message).c_str());
-  *static_cast<WGPUDevice*>(ud1) = device;
-  *static_cast<bool*>(ud2) = true;
-}
-
-void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message,
-                    void*, void*) {
-  if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled)
-    return;
-  std::fprintf(stderr, "gpu_micro: device lost (reason %d): %s\n", int(reason), str(message).c_str());
-}
-
-void on_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView message, void*, void*) {
-  ++g_error_count;
-  std::fprintf(stderr, "gpu_micro: WebGPU error (type %d): %s\n", int(type), str(message).c_str());
-}
-
-Setup setup() {
-  Setup s;
-
-  WGPUInstanceDescriptor idesc{};
-#if defined(WGML_IMPL_DAWN)
-  idesc.capabilities.timedWaitAnyEnable = 1;  // lets WaitAny block with a timeout
-#else
-  WGPUInstanceExtras extras{};
-  extras.chain.sType = static_cast<WGPUSType>(WGPUSType_InstanceExtras);
-  extras.backends = WGPUInstanceBackend_Vulkan;
-  idesc.nextInChain = &extras.chain;
-#endif
-  g_instance = g.CreateInstance(&idesc);
-  if (!g_instance) die("wgpuCreateInstance returned NULL");
-
-  WGPURequestAdapterOptions opts{};
-  opts.featureLevel = WGPUFeatureLevel_Core;
-  opts.powerPreference = WGPUPowerPreference_HighPerformance;
-  opts.backendType = WGPUBackendType_Vulkan;
-  bool got = false;
-  WGPURequestAdapterCallbackInfo acb{};
-  acb.mode = kMode;
-  acb.callback = on_adapter;
-  acb.userdata1 = &s.adapter;
-  acb.userdata2 = &got;
-  wait_future(g.InstanceRequestAdapter(g_instance, &opts, acb), got, "adapter");
-
-  WGPUAdapterInfo info{};
-  if (g.AdapterGetInfo(s.adapter, &info) != WGPUStatus_Success) die("wgpuAdapterGetInfo failed");
-  s.vendor = str(info.vendor);
-  s.architecture = str(info.architecture);
-  s.device_name = str(info.device);
-  s.description = str(info.description);
-  s.backend = info.backendType;
-  s.adapter_type = info.adapterType;
-  s.vendor_id = info.vendorID;
-  s.device_id = info.deviceID;
-  s.subgroup_min = info.subgroupMinSize;
-  s.subgroup_max = info.subgroupMaxSize;
-  g.AdapterInfoFreeMembers(info);
-  if (s.backend == WGPUBackendType_Null || s.backend == WGPUBackendType_Undefined)
-    die("adapter '%s' has backend %s: no real device (is a Vulkan driver installed?)",
-        s.device_name.c_str(), backend_name(s.backend));
-
-  if (g.AdapterGetLimits(s.adapter, &s.limits) != WGPUStatus_Success) die("wgpuAdapterGetLimits failed");
-  WGPUSupportedFeatures sf{};
-  g.AdapterGetFeatures(s.adapter, &sf);
-  s.features.assign(sf.features, sf.features + sf.featureCount);
-  g.SupportedFeaturesFreeMembers(sf);
-
-  // Device: all of the adapter's limits (the copy buffer needs more than the defaults),
-  // plus shader-f16 when offered so that the f16 compile check below can run.
-  std::vector<WGPUFeatureName> want;
-  if (has_feature(s, uint32_t(WGPUFeatureName_ShaderF16))) want.push_back(WGPUFeatureName_ShaderF16);
-  WGPULimits req = s.limits;
-  req.nextInChain = nullptr;
-  WGPUDeviceDescriptor ddesc{};
-  ddesc.label = sv("gpu_micro");
-  ddesc.requiredFeatureCount = want.size();
-  ddesc.requiredFeatures = want.data();
-  ddesc.requiredLimits = &req;
-  ddesc.defaultQueue.label = sv("gpu_micro queue");
-  ddesc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
-  ddesc.deviceLostCallbackInfo.callback = on_device_lost;
-  ddesc.uncapturedErrorCallbackInfo.callback = on_error;
-  bool dgot = false;
-  WGPURequestDeviceCallbackInfo dcb{};
-  dcb.mode = kMode;
-  dcb.callback = on_device;
-  dcb.userdata1 = &s.device;
-  dcb.userdata2 = &dgot;
-  wait_future(g.AdapterRequestDevice(s.adapter, &ddesc, dcb), dgot, "device");
-  g_device = s.device;
-  s.queue = g.DeviceGetQueue(s.device);
-  return s;
-}
-
-// ---------------------------------------------------------------------------------------
-// Helpers
-// ---------------------------------------------------------------------------------------
-WGPUBuffer make_buffer(const Setup& s, uint64_t size, WGPUBufferUsage usage, const char* label) {
-  WGPUBufferDescriptor d{};
-  d.label = sv(label);
-  d.usage = usage;
-  d.size = size;
-  WGPUBuffer b = g.DeviceCreateBuffer(s.device, &d);
-  if (!b) die("createBuffer(%s, %" PRIu64 " bytes) failed", label, size);
-  return b;
-}
-
-WGPUComputePipeline make_pipeline(const Setup& s, const char* wgsl, const char* label) {
-  WGPUShaderSourceWGSL src{};
-  src.chain.sType = WGPUSType_ShaderSourceWGSL;
-  src.code = sv(wgsl);
-  WGPUShaderModuleDescriptor md{};
-  md.nextInChain = &src.chain;
-  md.label = sv(label);
-  WGPUShaderModule mod = g.DeviceCreateShaderModule(s.device, &md);
-  if (!mod) die("createShaderModule(%s) failed", label);
-  WGPUComputePipelineDescriptor pd{};
-  pd.label = sv(label);
-  pd.compute.module = mod;
-  pd.compute.entryPoint = sv("main");
-  WGPUComputePipeline p = g.DeviceCreateComputePipeline(s.device, &pd);
-  g.ShaderModuleRelease(mod);
-  if (!p) die("createComputePipeline(%s) failed", label);
-  return p;
-}
-
-struct Binding { WGPUBuffer buffer; uint64_t size; };
-
-WGPUBindGroup make_bind_group(const Setup& s, WGPUComputePipeline p, std::vector<Binding> bs) {
-  std::vector<WGPUBindGroupEntry> es(bs.size());
-  for (size_t i = 0; i < bs.size(); ++i) {
-    es[i] = WGPUBindGroupEntry{};
-    es[i].binding = uint32_t(i);
-    es[i].buffer = bs[i].buffer;
-    es[i].offset = 0;
-    es[i].size = bs[i].size;
-  }
-  WGPUBindGroupLayout layout = g.ComputePipelineGetBindGroupLayout(p, 0);
-  WGPUBindGroupDescriptor d{};
-  d.layout = layout;
-  d.entryCount = es.size();
-  d.entries = es.data();
-  WGPUBindGroup bg = g.DeviceCreateBindGroup(s.device, &d);
-  g.BindGroupLayoutRelease(layout);
-  if (!bg) die("createBindGroup failed");
-  return bg;
-}
-
-void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void* ud1, void*) {
-  if (status != WGPUMapAsyncStatus_Success) die("mapAsync failed (%d): %s", int(status), str(message).c_str());
-  *static_cast<bool*>(ud1) = true;
-}
-
-std::vector<uint8_t> read_back(const Setup& s, WGPUBuffer src, uint64_t offset, uint64_t size) {
-  WGPUBuffer rb = make_buffer(s, size, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
-  WGPUCommandEncoder enc = g.DeviceCreateCommandEncoder(s.device, nullptr);
-  g.CommandEncoderCopyBufferToBuffer(enc, src, offset, rb, 0, size);
-  WGPUCommandBuffer cmd = g.CommandEncoderFinish(enc, nullptr);
-  g.QueueSubmit(s.queue, 1, &cmd);
-  g.CommandBufferRelease(cmd);
-  g.CommandEncoderRelease(enc);
-  bool mapped = false;
-  WGPUBufferMapCallbackInfo cb{};
-  cb.mode = kMode;
-  cb.callback = on_mapped;
-  cb.userdata1 = &mapped;
-  wait_future(g.BufferMapAsync(rb, WGPUMapMode_Read, 0, size, cb), mapped, "mapAsync");
-  auto p = static_cast<const uint8_t*>(g.BufferGetConstMappedRange(rb, 0, size));
-  if (!p) die("getConstMappedRange failed");
-  std::vector<uint8_t> out(p, p + size);
-  g.BufferUnmap(rb);
-  g.BufferRelease(rb);
-  return out;
-}
-
-// One timed batch: encode (record) on the CPU, then submit and wait for the queue.
-struct BatchTime { double encode_s, gpu_s; };
-
-template <class Record>
-BatchTime run_batch(const Setup& s, Record record) {
-  const double t0 = now_s();
-  WGPUCommandEncoder enc = g.DeviceCreateCommandEncoder(s.device, nullptr);
-  record(enc);
-  WGPUCommandBuffer cmd = g.CommandEncoderFinish(enc, nullptr);
-  const double t1 = now_s();
-  g.QueueSubmit(s.queue, 1, &cmd);
-  wait_queue(s.queue);
-  const double t2 = now_s();
-  g.CommandBufferRelease(cmd);
-  g.CommandEncoderRelease(enc);
-  return {t1 - t0, t2 - t1};
-}
-
-// Records `n` dispatches of one pipeline in a single compute pass.
-auto one_pass(WGPUComputePipeline p, WGPUBindGroup bg, uint32_t n, uint32_t x, uint32_t y) {
-  return [=](WGPUCommandEncoder enc) {
-    WGPUComputePassEncoder pass = g.CommandEncoderBeginComputePass(enc, nullptr);
-    g.ComputePassEncoderSetPipeline(pass, p);
-    g.ComputePassEncoderSetBindGroup(pass, 0, bg, 0, nullptr);
-    for (uint32_t i = 0; i < n; ++i) g.ComputePassEncoderDispatchWorkgroups(pass, x, y, 1);
-    g.ComputePassEncoderEnd(pass);
-    g.ComputePassEncoderRelease(pass);
-  };
-}
-
-// ---------------------------------------------------------------------------------------
-// Kernels
-// ---------------------------------------------------------------------------------------
-const char* const kCopyWgsl = R"(
+const std::string kCopyWgsl = std::string(kLinearWorkgroupIdWgsl) + R"(
 @group(0) @binding(0) var<storage, read> src : array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> dst : array<vec4<f32>>;
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid : vec3<u32>,
-        @builtin(num_workgroups) nwg : vec3<u32>,
+fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
         @builtin(local_invocation_index) lid : u32) {
-  let i = (wid.y * nwg.x + wid.x) * 256u + lid;
+  let i = wgml_linear_workgroup_id(wid, nwg) * 256u + lid;
   if (i < arrayLength(&dst)) {
     dst[i] = src[i];
   }
 }
 )";
 
-const char* const kTinyWgsl = R"(
+// One invocation adds its parameter to a counter: the final count proves every dispatch ran.
+const std::string kCountWgsl = R"(
+struct Params { increment : u32 }
+@group(0) @binding(0) var<storage, read_write> counter : array<u32>;
+@group(0) @binding(1) var<uniform> params : Params;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) lid : u32) {
+  if (lid == 0u) {
+    counter[0] = counter[0] + params.increment;
+  }
+}
+)";
+
+// The same counter without parameters: the bind group stays set across dispatches.
+const std::string kCountPlainWgsl = R"(
 @group(0) @binding(0) var<storage, read_write> counter : array<u32>;
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid : u32) {
@@ -499,9 +93,9 @@ fn main(@builtin(local_invocation_index) lid : u32) {
 }
 )";
 
-// 4 independent vec4 chains, unrolled 4x: 16 vec4 FMAs = 128 flop per thread per trip.
-const char* const kFmaWgsl = R"(
-struct Params { iters : u32, pad0 : u32, pad1 : u32, pad2 : u32 }
+// 4 independent vec4 chains, unrolled 4 times: 16 vec4 FMAs = 128 flop per thread per trip.
+const std::string kFmaWgsl = R"(
+struct Params { iters : u32 }
 @group(0) @binding(0) var<storage, read_write> out : array<vec4<f32>>;
 @group(0) @binding(1) var<uniform> params : Params;
 @compute @workgroup_size(256)
@@ -523,329 +117,268 @@ fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
 }
 )";
 
-const char* const kF16Wgsl = R"(
-enable f16;
-@group(0) @binding(0) var<storage, read_write> data : array<vec2<f16>>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
-  data[gid.x] = data[gid.x] * vec2<f16>(2.0h, 0.5h);
+// ---- helpers ---------------------------------------------------------------------------------
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-)";
 
-// ---------------------------------------------------------------------------------------
-// Measurements
-// ---------------------------------------------------------------------------------------
-struct Options {
-  const char* lib = nullptr;
-  uint64_t copy_mib = 1024;
-  uint32_t copy_reps = 10;
-  uint32_t runs = 5;
-  uint32_t dispatches = 2000;
-  uint32_t fma_workgroups = 8192;
-  uint32_t fma_iters = 1024;
+template <class T>
+std::span<const std::byte> bytes_of(const T& value) {
+  return std::as_bytes(std::span<const T, 1>(&value, 1));
+}
+
+struct Bench {
+  Device& device;
+  BufferPool& pool;
+  PipelineCache& pipelines;
+  const Options& options;
 };
 
-struct CopyResult {
-  uint64_t bytes = 0;
-  double best_s = 0, gbps = 0;
-  bool verified = false;
-};
+// Times `record` (which records one batch) plus submit and wait: one warm-up, then the best of
+// `runs`. Returns {best total seconds, best recording seconds}.
+std::pair<double, double> time_batches(Recorder& recorder, uint32_t runs,
+                                       const std::function<void()>& record) {
+  record();
+  recorder.finish();
+  double best_total = 1e30, best_record = 1e30;
+  for (uint32_t run = 0; run < runs; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    record();
+    best_record = std::min(best_record, seconds_since(start));
+    recorder.finish();
+    best_total = std::min(best_total, seconds_since(start));
+  }
+  return {best_total, best_record};
+}
 
-CopyResult measure_copy(const Setup& s, const Options& o) {
-  CopyResult r;
-  uint64_t n = o.copy_mib << 20;
-  n = std::min<uint64_t>(n, s.limits.maxStorageBufferBindingSize);
-  n = std::min<uint64_t>(n, s.limits.maxBufferSize);
-  n = n / 4096 * 4096;  // whole workgroups of 256 vec4
-  if (n == 0) die("copy buffer size rounds to 0");
-  r.bytes = n;
-  const uint64_t groups = n / 4096;
-  const uint32_t maxdim = s.limits.maxComputeWorkgroupsPerDimension;
-  const uint32_t gx = uint32_t(std::min<uint64_t>(groups, maxdim));
-  const uint32_t gy = uint32_t((groups + gx - 1) / gx);
+// Records one batch with GPU timestamps, appends its slices to `trace` (after the slices already
+// there) and returns the summed GPU time of its dispatches in nanoseconds (0 when the device has
+// no timestamps).
+double profile_batch(Bench& b, const std::function<void(Recorder&)>& record,
+                     std::vector<TraceSlice>& trace) {
+  if (!b.device.features().timestamp_query) return 0;
+  Profiler profiler(b.device, b.pool);
+  Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun}, &profiler);
+  record(recorder);
+  recorder.finish();
+  const std::vector<GpuTiming> timings = profiler.collect();
+  double ns = 0;
+  for (const GpuTiming& t : timings) ns += t.kind == TimingKind::Op ? t.duration_ns : 0;
+  double trace_end_us = 0;
+  for (const TraceSlice& s : trace) trace_end_us = std::max(trace_end_us, s.start_us + s.duration_us);
+  for (TraceSlice& s : trace_slices(timings)) {
+    s.start_us += trace_end_us;
+    trace.push_back(std::move(s));
+  }
+  return ns;
+}
 
-  auto usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
-  WGPUBuffer src = make_buffer(s, n, usage, "copy src");
-  WGPUBuffer dst = make_buffer(s, n, usage, "copy dst");
-  // Known words at both ends of the source; the rest stays zero.
-  const uint64_t probe = std::min<uint64_t>(n / 2, 65536);
+// ---- measurements ----------------------------------------------------------------------------
+
+json measure_copy(Bench& b, std::vector<TraceSlice>& trace) {
+  const api::Limits& limits = b.device.limits();
+  uint64_t bytes = std::min<uint64_t>(b.options.copy_mib << 20, limits.maxStorageBufferBindingSize);
+  bytes = bytes / 4096 * 4096;  // whole workgroups of 256 vec4
+  const Kernel& kernel =
+      b.pipelines.get({"copy", kCopyWgsl, "main", {}, {Access::Read, Access::ReadWrite}, 0});
+  PooledBuffer src = b.pool.acquire(bytes, BufferKind::Storage, "copy source");
+  PooledBuffer dst = b.pool.acquire(bytes, BufferKind::Storage, "copy destination");
+  Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun});
+
+  // Known words at both ends of the source; the checks read them back from the destination.
+  const uint64_t probe = std::min<uint64_t>(bytes / 2, 65536);
   std::vector<uint32_t> head(probe / 4), tail(probe / 4);
   for (size_t i = 0; i < head.size(); ++i) {
     head[i] = 0x9E3779B9u * uint32_t(i + 1);
     tail[i] = 0x85EBCA6Bu * uint32_t(i + 7);
   }
-  g.QueueWriteBuffer(s.queue, src, 0, head.data(), probe);
-  g.QueueWriteBuffer(s.queue, src, n - probe, tail.data(), probe);
+  recorder.upload(src.range(0, probe), std::as_bytes(std::span(head)), "copy probe");
+  recorder.upload(src.range(bytes - probe, probe), std::as_bytes(std::span(tail)), "copy probe");
 
-  WGPUComputePipeline p = make_pipeline(s, kCopyWgsl, "copy");
-  WGPUBindGroup bg = make_bind_group(s, p, {{src, n}, {dst, n}});
-  auto rec = one_pass(p, bg, o.copy_reps, gx, gy);
-  run_batch(s, rec);  // warm-up
-  r.best_s = 1e30;
-  for (uint32_t i = 0; i < o.runs; ++i) r.best_s = std::min(r.best_s, run_batch(s, rec).gpu_s);
-  r.gbps = 2.0 * double(n) * o.copy_reps / r.best_s / 1e9;
-
-  auto h = read_back(s, dst, 0, probe);
-  auto t = read_back(s, dst, n - probe, probe);
-  const bool head_ok = std::memcmp(h.data(), head.data(), probe) == 0;
-  const bool tail_ok = std::memcmp(t.data(), tail.data(), probe) == 0;
-  r.verified = head_ok && tail_ok;
-  if (!r.verified)
-    std::fprintf(stderr, "gpu_micro: copy of %" PRIu64 " bytes wrong: first 64 KiB %s, last 64 KiB %s\n",
-                 n, head_ok ? "ok" : "WRONG", tail_ok ? "ok" : "WRONG");
-  g.BindGroupRelease(bg);
-  g.ComputePipelineRelease(p);
-  g.BufferDestroy(src);
-  g.BufferDestroy(dst);
-  g.BufferRelease(src);
-  g.BufferRelease(dst);
-  return r;
-}
-
-struct DispatchResult {
-  double us_total = 0, us_encode = 0, us_gpu = 0, us_pass_each = 0;
-  bool verified = false;
-};
-
-DispatchResult measure_dispatch(const Setup& s, const Options& o) {
-  DispatchResult r;
-  WGPUBuffer buf = make_buffer(s, 256, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc |
-                                           WGPUBufferUsage_CopyDst, "counter");
-  WGPUComputePipeline p = make_pipeline(s, kTinyWgsl, "tiny");
-  WGPUBindGroup bg = make_bind_group(s, p, {{buf, 256}});
-  const uint32_t n = o.dispatches;
-  auto rec = one_pass(p, bg, n, 1, 1);
-  // Same work, but one compute pass per dispatch.
-  auto rec_each = [&](WGPUCommandEncoder enc) {
-    for (uint32_t i = 0; i < n; ++i) one_pass(p, bg, 1, 1, 1)(enc);
+  const BufferRange bindings[] = {src.range(), dst.range()};
+  const uint64_t workgroups = bytes / 4096;
+  auto record = [&](Recorder& r) {
+    for (uint32_t i = 0; i < b.options.copy_reps; ++i) r.dispatch(kernel, bindings, {}, workgroups, "copy");
   };
-  uint64_t batches = 0;
-  run_batch(s, rec);
-  ++batches;
-  double best_total = 1e30, best_enc = 1e30, best_gpu = 1e30, best_each = 1e30;
-  for (uint32_t i = 0; i < o.runs; ++i) {
-    BatchTime t = run_batch(s, rec);
-    ++batches;
-    best_total = std::min(best_total, t.encode_s + t.gpu_s);
-    best_enc = std::min(best_enc, t.encode_s);
-    best_gpu = std::min(best_gpu, t.gpu_s);
-  }
-  for (uint32_t i = 0; i < o.runs; ++i) {
-    BatchTime t = run_batch(s, rec_each);
-    ++batches;
-    best_each = std::min(best_each, t.encode_s + t.gpu_s);
-  }
-  r.us_total = best_total / n * 1e6;
-  r.us_encode = best_enc / n * 1e6;
-  r.us_gpu = best_gpu / n * 1e6;
-  r.us_pass_each = best_each / n * 1e6;
-  auto v = read_back(s, buf, 0, 4);
-  uint32_t count;
-  std::memcpy(&count, v.data(), 4);
-  r.verified = uint64_t(count) == batches * n;
-  if (!r.verified)
-    std::fprintf(stderr, "gpu_micro: dispatch counter %u, expected %" PRIu64 "\n", count, batches * n);
-  g.BindGroupRelease(bg);
-  g.ComputePipelineRelease(p);
-  g.BufferDestroy(buf);
-  g.BufferRelease(buf);
-  return r;
+  const auto [total_s, record_s] = time_batches(recorder, b.options.runs, [&] { record(recorder); });
+  const double moved = 2.0 * double(bytes) * b.options.copy_reps;
+
+  const auto got_head = recorder.read(dst.range(0, probe), "copy check");
+  const auto got_tail = recorder.read(dst.range(bytes - probe, probe), "copy check");
+  const bool verified = std::memcmp(got_head.data(), head.data(), probe) == 0 &&
+                        std::memcmp(got_tail.data(), tail.data(), probe) == 0;
+  const Grid grid = fold_workgroups(workgroups, limits.maxComputeWorkgroupsPerDimension);
+  json result = {{"bytes", bytes},
+                 {"grid", {grid.x, grid.y, grid.z}},
+                 {"reps_per_batch", b.options.copy_reps},
+                 {"ms_per_copy", total_s / b.options.copy_reps * 1e3},
+                 {"gb_per_s_read_plus_write", moved / total_s / 1e9},
+                 {"verified", verified}};
+  if (!b.options.trace_path.empty())
+    if (const double gpu_ns = profile_batch(b, record, trace); gpu_ns > 0)
+      result["gpu_timestamp_gb_per_s"] = moved / gpu_ns;
+  return result;
 }
 
-struct FmaResult {
-  double flop = 0, best_s = 0, tflops = 0;
-  bool verified = false;
-};
+json measure_dispatch(Bench& b, std::vector<TraceSlice>& trace) {
+  const Kernel& with_params =
+      b.pipelines.get({"count", kCountWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
+  const Kernel& plain =
+      b.pipelines.get({"count plain", kCountPlainWgsl, "main", {}, {Access::ReadWrite}, 0});
+  PooledBuffer counter = b.pool.acquire(4, BufferKind::Storage, "dispatch counter");
+  const BufferRange bindings[] = {counter.range()};
+  const uint32_t n = b.options.dispatches;
+  const uint32_t one = 1;
+  auto batch_with_params = [&](Recorder& r) {
+    for (uint32_t i = 0; i < n; ++i) r.dispatch(with_params, bindings, bytes_of(one), 1, "count");
+  };
+  auto batch_plain = [&](Recorder& r) {
+    for (uint32_t i = 0; i < n; ++i) r.dispatch(plain, bindings, {}, 1, "count plain");
+  };
 
-FmaResult measure_fma(const Setup& s, const Options& o) {
-  FmaResult r;
-  const uint32_t wg = std::min(o.fma_workgroups, s.limits.maxComputeWorkgroupsPerDimension);
-  const uint64_t threads = uint64_t(wg) * 256;
-  WGPUBuffer out = make_buffer(s, threads * 16, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc, "fma out");
-  WGPUBuffer par = make_buffer(s, 16, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "fma params");
-  const uint32_t params[4] = {o.fma_iters, 0, 0, 0};
-  g.QueueWriteBuffer(s.queue, par, 0, params, sizeof params);
-  WGPUComputePipeline p = make_pipeline(s, kFmaWgsl, "fma");
-  WGPUBindGroup bg = make_bind_group(s, p, {{out, threads * 16}, {par, 16}});
-  auto rec = one_pass(p, bg, 1, wg, 1);
-  run_batch(s, rec);
-  r.best_s = 1e30;
-  for (uint32_t i = 0; i < o.runs; ++i) r.best_s = std::min(r.best_s, run_batch(s, rec).gpu_s);
-  r.flop = double(threads) * o.fma_iters * 128.0;
-  r.tflops = r.flop / r.best_s / 1e12;
+  json result = {{"dispatches_per_batch", n}};
+  bool verified = true;
+  // Each variant starts the counter at 0 and expects (warm-up + runs) * n at the end.
+  auto measure = [&](const char* name, RecorderOptions options,
+                     const std::function<void(Recorder&)>& batch) {
+    Recorder recorder(b.device, b.pool, options);
+    recorder.upload(counter.range(), bytes_of(uint32_t{0}), "zero the counter");
+    const auto [total_s, record_s] =
+        time_batches(recorder, b.options.runs, [&] { batch(recorder); });
+    const auto got = recorder.read(counter.range(), "read the counter");
+    uint32_t count;
+    std::memcpy(&count, got.data(), 4);
+    const bool ok = uint64_t(count) == uint64_t(b.options.runs + 1) * n;
+    verified = verified && ok;
+    result[name] = {{"us_per_dispatch", total_s / n * 1e6},
+                    {"us_recording_per_dispatch", record_s / n * 1e6},
+                    {"submissions_per_batch", (recorder.submissions() - 1) / (b.options.runs + 1)},
+                    {"verified", ok}};
+  };
+  measure("one_submit_params_via_uniform_ring", {SubmitPolicy::OncePerRun}, batch_with_params);
+  measure("one_submit_no_params", {SubmitPolicy::OncePerRun}, batch_plain);
+  measure("submit_every_256", {SubmitPolicy::EveryNDispatches, 256}, batch_with_params);
+  result["verified"] = verified;
 
-  // Check thread 0 against the same recurrence on the CPU (single-precision fma).
-  auto v = read_back(s, out, 0, 16);
+  if (!b.options.trace_path.empty())
+    if (const double gpu_ns = profile_batch(b, batch_with_params, trace); gpu_ns > 0)
+      result["gpu_timestamp_us_per_dispatch"] = gpu_ns / n / 1e3;
+  return result;
+}
+
+json measure_fma(Bench& b) {
+  const uint32_t workgroups =
+      std::min(b.options.fma_workgroups, b.device.limits().maxComputeWorkgroupsPerDimension);
+  const uint64_t threads = uint64_t(workgroups) * 256;
+  const Kernel& kernel =
+      b.pipelines.get({"fma", kFmaWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
+  PooledBuffer out = b.pool.acquire(threads * 16, BufferKind::Storage, "fma output");
+  const BufferRange bindings[] = {out.range()};
+  Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun});
+  const auto [total_s, record_s] = time_batches(recorder, b.options.runs, [&] {
+    recorder.dispatch(kernel, bindings, bytes_of(b.options.fma_iters), workgroups, "fma");
+  });
+  const double flop = double(threads) * b.options.fma_iters * 128.0;
+
+  // Thread 0 against the same recurrence on the CPU (single-precision fma).
+  const auto got_bytes = recorder.read(out.range(0, 16), "fma check");
   float got[4];
-  std::memcpy(got, v.data(), 16);
+  std::memcpy(got, got_bytes.data(), 16);
   const float m[4] = {0.9999f, 0.9998f, 0.9997f, 0.9996f}, k[4] = {1e-4f, 2e-4f, 3e-4f, 4e-4f};
-  r.verified = true;
+  bool verified = true;
   for (int lane = 0; lane < 4; ++lane) {
-    float ch[4] = {float(lane), float(lane) + 0.5f, float(lane) + 0.25f, float(lane) + 0.125f};
-    for (uint32_t i = 0; i < o.fma_iters * 4; ++i)
-      for (float& x : ch) x = std::fma(x, m[lane], k[lane]);
-    const float want = ch[0] + ch[1] + ch[2] + ch[3];
-    if (std::fabs(got[lane] - want) > 1e-3f * std::max(1.0f, std::fabs(want))) {
-      r.verified = false;
-      std::fprintf(stderr, "gpu_micro: fma lane %d got %g want %g\n", lane, got[lane], want);
-    }
+    float chains[4] = {float(lane), float(lane) + 0.5f, float(lane) + 0.25f, float(lane) + 0.125f};
+    for (uint32_t i = 0; i < b.options.fma_iters * 4; ++i)
+      for (float& x : chains) x = std::fma(x, m[lane], k[lane]);
+    const float want = chains[0] + chains[1] + chains[2] + chains[3];
+    verified = verified && std::fabs(got[lane] - want) <= 1e-3f * std::max(1.0f, std::fabs(want));
   }
-  g.BindGroupRelease(bg);
-  g.ComputePipelineRelease(p);
-  g.BufferDestroy(out);
-  g.BufferRelease(out);
-  g.BufferDestroy(par);
-  g.BufferRelease(par);
-  return r;
+  return {{"workgroups", workgroups},
+          {"iters", b.options.fma_iters},
+          {"flop", flop},
+          {"ms", total_s * 1e3},
+          {"tflop_per_s", flop / total_s / 1e12},
+          {"verified", verified}};
 }
 
-// Compiles (and runs once) a tiny `enable f16;` kernel when the device has shader-f16.
-const char* check_f16(const Setup& s) {
-  if (!has_feature(s, uint32_t(WGPUFeatureName_ShaderF16))) return "not-offered";
-  const int before = g_error_count;
-  WGPUBuffer buf = make_buffer(s, 256, WGPUBufferUsage_Storage, "f16 data");
-  WGPUComputePipeline p = make_pipeline(s, kF16Wgsl, "f16");
-  WGPUBindGroup bg = make_bind_group(s, p, {{buf, 256}});
-  run_batch(s, one_pass(p, bg, 1, 1, 1));
-  g.BindGroupRelease(bg);
-  g.ComputePipelineRelease(p);
-  g.BufferDestroy(buf);
-  g.BufferRelease(buf);
-  return g_error_count == before ? "ok" : "failed";
+json describe(const Device& device) {
+  const AdapterDescription& a = device.adapter();
+  const api::Limits& l = device.limits();
+  const DeviceFeatures& f = device.features();
+  return {{"library", device.library().path},
+          {"implementation_version", device.library().version_string()},
+          {"adapter", {{"name", a.name}, {"vendor", a.vendor}, {"driver", a.driver},
+                       {"backend", a.backend}, {"kind", adapter_kind_name(a.kind)}}},
+          {"limits", {{"maxStorageBufferBindingSize", l.maxStorageBufferBindingSize},
+                      {"maxBufferSize", l.maxBufferSize},
+                      {"maxComputeWorkgroupsPerDimension", l.maxComputeWorkgroupsPerDimension},
+                      {"minStorageBufferOffsetAlignment", l.minStorageBufferOffsetAlignment},
+                      {"minUniformBufferOffsetAlignment", l.minUniformBufferOffsetAlignment}}},
+          {"features", {{"timestamp_query", f.timestamp_query},
+                        {"timestamps_inside_passes", f.timestamps_inside_passes},
+                        {"shader_f16", f.shader_f16},
+                        {"subgroups", f.subgroups}}}};
 }
 
-// ---------------------------------------------------------------------------------------
-// JSON output
-// ---------------------------------------------------------------------------------------
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') { o += '\\'; o += c; }
-    else if (uint8_t(c) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += c;
+uint64_t parse_count(const std::string& flag, const char* text) {
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || value == 0 || value > UINT32_MAX)
+    throw Error(ErrorCode::InvalidArgument, flag + " needs a positive whole number, got '" + text + "'");
+  return value;
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) throw Error(ErrorCode::InvalidArgument, flag + " needs a value (see gpu_micro.cpp)");
+    const char* value = argv[++i];
+    if (flag == "--adapter") o.adapter = value;
+    else if (flag == "--trace") o.trace_path = value;
+    else if (flag == "--copy-mib") o.copy_mib = parse_count(flag, value);
+    else if (flag == "--copy-reps") o.copy_reps = uint32_t(parse_count(flag, value));
+    else if (flag == "--runs") o.runs = uint32_t(parse_count(flag, value));
+    else if (flag == "--dispatches") o.dispatches = uint32_t(parse_count(flag, value));
+    else if (flag == "--fma-workgroups") o.fma_workgroups = uint32_t(parse_count(flag, value));
+    else if (flag == "--fma-iters") o.fma_iters = uint32_t(parse_count(flag, value));
+    else throw Error(ErrorCode::InvalidArgument, "unknown option " + flag + " (see gpu_micro.cpp)");
   }
-  return o + "\"";
+  return o;
 }
 
-uint32_t parse_u32(const char* v) { return uint32_t(std::strtoul(v, nullptr, 0)); }
+int run(int argc, char** argv) {
+  const Options options = parse_options(argc, argv);
+  DeviceOptions device_options;
+  device_options.adapter = options.adapter;
+  Device device(device_options);
+  BufferPool pool(device);
+  PipelineCache pipelines(device);
+  Bench bench{device, pool, pipelines, options};
+  std::cerr << "gpu_micro: wgpu-native " << device.library().version_string() << " on "
+            << device.adapter().summary() << "\n";
+
+  std::vector<TraceSlice> trace;
+  json result = describe(device);
+  result["copy"] = measure_copy(bench, trace);
+  result["dispatch"] = measure_dispatch(bench, trace);
+  result["fma"] = measure_fma(bench);
+  if (!options.trace_path.empty()) write_chrome_trace(options.trace_path, trace);
+  std::cout << result.dump(2) << std::endl;
+  const bool verified = result["copy"]["verified"] && result["dispatch"]["verified"] &&
+                        result["fma"]["verified"];
+  return verified ? 0 : 2;
+}
 
 }  // namespace
+}  // namespace wgml::gpu
 
 int main(int argc, char** argv) {
-  Options o;
-  o.lib = std::getenv("WGML_WEBGPU_LIBRARY");
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) die("%s needs a value", a.c_str());
-      return argv[++i];
-    };
-    if (a == "--lib") o.lib = next();
-    else if (a == "--copy-mib") o.copy_mib = std::strtoull(next(), nullptr, 0);
-    else if (a == "--copy-reps") o.copy_reps = parse_u32(next());
-    else if (a == "--runs") o.runs = parse_u32(next());
-    else if (a == "--dispatches") o.dispatches = parse_u32(next());
-    else if (a == "--fma-workgroups") o.fma_workgroups = parse_u32(next());
-    else if (a == "--fma-iters") o.fma_iters = parse_u32(next());
-    else die("unknown argument %s (see the comment at the top of gpu_micro.cpp)", a.c_str());
+  try {
+    return wgml::gpu::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "gpu_micro: " << e.what() << "\n";
+    return 1;
   }
-  if (!o.lib) die("give the webgpu library with --lib PATH or WGML_WEBGPU_LIBRARY");
-  if (o.runs == 0 || o.copy_reps == 0 || o.dispatches == 0) die("counts must be positive");
-
-  load_library(o.lib);
-  Setup s = setup();
-  std::fprintf(stderr, "gpu_micro: %s on '%s' (%s)\n", kImplName, s.device_name.c_str(),
-               backend_name(s.backend));
-
-  const char* f16 = check_f16(s);
-  CopyResult copy = measure_copy(s, o);
-  DispatchResult disp = measure_dispatch(s, o);
-  FmaResult fma = measure_fma(s, o);
-
-  std::string impl_version;
-#if defined(WGML_IMPL_WGPU)
-  {
-    const uint32_t v = g.GetVersion();
-    char b[32];
-    std::snprintf(b, sizeof b, "%u.%u.%u.%u", v >> 24, (v >> 16) & 0xFF, (v >> 8) & 0xFF, v & 0xFF);
-    impl_version = b;
-  }
-#endif
-
-  auto yn = [](bool b) { return b ? "true" : "false"; };
-  std::string feats;
-  for (auto f : s.features) {
-    const char* name = nullptr;
-    for (const auto& nf : kNamedFeatures)
-      if (nf.id == uint32_t(f)) name = nf.name;
-    char b[96];
-    if (name) std::snprintf(b, sizeof b, "%s\"%s\"", feats.empty() ? "" : ", ", name);
-    else std::snprintf(b, sizeof b, "%s\"0x%08x\"", feats.empty() ? "" : ", ", uint32_t(f));
-    feats += b;
-  }
-  const uint32_t sgm = subgroup_matrix_feature_id();
-  // wgpu-native offers subgroups as its own native feature, not the standard one.
-  const bool sg_std = has_feature(s, uint32_t(WGPUFeatureName_Subgroups));
-#if defined(WGML_IMPL_WGPU)
-  const bool sg_native = has_feature(s, uint32_t(WGPUNativeFeature_Subgroup));
-#else
-  const bool sg_native = false;
-#endif
-
-  std::printf("{\n");
-  std::printf("  \"implementation\": \"%s\",\n", kImplName);
-  std::printf("  \"implementation_version\": %s,\n", json_str(impl_version).c_str());
-  std::printf("  \"library\": %s,\n", json_str(o.lib).c_str());
-  std::printf("  \"adapter\": {\"device\": %s, \"vendor\": %s, \"architecture\": %s, "
-              "\"description\": %s, \"backend\": \"%s\", \"adapter_type\": \"%s\", "
-              "\"vendor_id\": %u, \"device_id\": %u, \"subgroup_min_size\": %u, "
-              "\"subgroup_max_size\": %u},\n",
-              json_str(s.device_name).c_str(), json_str(s.vendor).c_str(),
-              json_str(s.architecture).c_str(), json_str(s.description).c_str(),
-              backend_name(s.backend), adapter_type_name(s.adapter_type), s.vendor_id,
-              s.device_id, s.subgroup_min, s.subgroup_max);
-  std::printf("  \"limits\": {\"maxStorageBufferBindingSize\": %" PRIu64 ", \"maxBufferSize\": %" PRIu64
-              ", \"maxComputeWorkgroupsPerDimension\": %u, \"maxComputeWorkgroupStorageSize\": %u, "
-              "\"maxComputeInvocationsPerWorkgroup\": %u, \"maxStorageBuffersPerShaderStage\": %u},\n",
-              s.limits.maxStorageBufferBindingSize, s.limits.maxBufferSize,
-              s.limits.maxComputeWorkgroupsPerDimension, s.limits.maxComputeWorkgroupStorageSize,
-              s.limits.maxComputeInvocationsPerWorkgroup, s.limits.maxStorageBuffersPerShaderStage);
-  std::printf("  \"features\": {\"shader-f16\": %s, \"subgroups\": %s, \"subgroups_via\": \"%s\", "
-              "\"timestamp-query\": %s, "
-              "\"subgroup-matrix\": %s, \"subgroup_matrix_feature\": \"%s\", \"shader_f16_kernel\": \"%s\", "
-              "\"all\": [%s]},\n",
-              yn(has_feature(s, uint32_t(WGPUFeatureName_ShaderF16))),
-              yn(sg_std || sg_native), sg_std ? "standard" : (sg_native ? "native" : "none"),
-              yn(has_feature(s, uint32_t(WGPUFeatureName_TimestampQuery))),
-              yn(sgm && has_feature(s, sgm)),
-#if defined(WGML_IMPL_DAWN)
-              "chromium-experimental-subgroup-matrix",
-#else
-              "native:cooperative-matrix",
-#endif
-              f16, feats.c_str());
-  std::printf("  \"copy\": {\"bytes\": %" PRIu64 ", \"reps_per_batch\": %u, \"runs\": %u, "
-              "\"best_ms_per_copy\": %.4f, \"gb_per_s_read_plus_write\": %.1f, \"verified\": %s},\n",
-              copy.bytes, o.copy_reps, o.runs, copy.best_s / o.copy_reps * 1e3, copy.gbps,
-              yn(copy.verified));
-  std::printf("  \"dispatch\": {\"dispatches_per_batch\": %u, \"runs\": %u, "
-              "\"us_per_dispatch_one_pass\": %.3f, \"us_encode_per_dispatch\": %.3f, "
-              "\"us_submit_to_done_per_dispatch\": %.3f, \"us_per_dispatch_pass_each\": %.3f, "
-              "\"verified\": %s},\n",
-              o.dispatches, o.runs, disp.us_total, disp.us_encode, disp.us_gpu, disp.us_pass_each,
-              yn(disp.verified));
-  std::printf("  \"fma\": {\"workgroups\": %u, \"iters\": %u, \"flop\": %.4g, \"best_ms\": %.4f, "
-              "\"tflop_per_s\": %.2f, \"verified\": %s},\n",
-              std::min(o.fma_workgroups, s.limits.maxComputeWorkgroupsPerDimension), o.fma_iters,
-              fma.flop, fma.best_s * 1e3, fma.tflops, yn(fma.verified));
-  std::printf("  \"webgpu_errors\": %d\n}\n", g_error_count);
-  std::fflush(stdout);
-
-  g.QueueRelease(s.queue);
-  g.DeviceDestroy(s.device);
-  g.DeviceRelease(s.device);
-  g.AdapterRelease(s.adapter);
-  g.InstanceRelease(g_instance);
-  const bool ok = copy.verified && disp.verified && fma.verified && g_error_count == 0;
-  return ok ? 0 : 2;
 }

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "frontend/onnx/onnx_model.h"
 #include "frontend/pte/pte_file.h"
 #include "frontend/safetensors.h"
 #include "ir/payload.h"
@@ -51,6 +52,8 @@ Model load_model(const std::string& path, const LoadOptions& options) {
   model.path = path;
   const io::ByteView file = io::map_file(path);
   if (file.size == 0) throw Error(ErrorCode::InvalidFormat, path + ": the file is empty");
+  // Protobuf has no magic bytes: ONNX models are recognised by their extension.
+  if (onnx::has_onnx_extension(path)) return onnx::load_onnx_model(path, file);
   if (ir::looks_like_payload(file)) {
     model.format = ModelFormat::Payload;
     model.program = ir::read_payload(file, path);
@@ -62,8 +65,8 @@ Model load_model(const std::string& path, const LoadOptions& options) {
     model.named_data = std::move(pte.named_data);
   } else {
     throw Error(ErrorCode::InvalidFormat,
-                path + ": byte 0: expected an ExecuTorch program (\"ET..\" at byte 4) or an MLX "
-                       "delegate payload (\"MLX0\" at byte 4)");
+                path + ": byte 0: expected an ExecuTorch program (\"ET..\" at byte 4), an MLX "
+                       "delegate payload (\"MLX0\" at byte 4) or an ONNX model (a .onnx file)");
   }
   model.constants = bind_constants(model.program, model.named_data, path);
   return model;

@@ -1,5 +1,6 @@
 #pragma once
 // A loaded model: the verified program, its constants bound to tensor slots, and where it came from.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -8,7 +9,7 @@
 
 namespace wgml::frontend {
 
-enum class ModelFormat { Pte, Payload };
+enum class ModelFormat { Pte, Payload, Onnx };
 
 struct LoadOptions {
   // Constants for a standalone payload; default: the payload's path with ".safetensors".
@@ -23,6 +24,10 @@ struct Model {
   // Constant bytes by Tid (index < num_constant_tensors), sizes checked against tensor_meta except
   // for constants the init chain writes.
   std::vector<io::ByteView> constants;
+  // What a source format says about itself beyond the program (ONNX: producer, IR version,
+  // opsets) and how many of each source op it had before lowering.
+  std::map<std::string, std::string> source_info;
+  std::map<std::string, size_t> source_op_histogram;
 };
 
 // Detects the format from the file's bytes, verifies and validates everything. Throws wgml::Error.

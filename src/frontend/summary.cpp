@@ -17,8 +17,10 @@ IoSummary io_summary(const Model& model, const ir::Slot& slot, const std::string
   s.slot = slot.idx;
   s.kind = ir::slot_type_name(slot.type);
   s.name = fallback;
+  // ONNX names are the user's own; only ExecuTorch adds a prefix.
   for (const ir::NamedSlot& n : model.program.named_slots)
-    if (n.slot.idx == slot.idx && n.slot.type == slot.type) s.name = display_name(n.name);
+    if (n.slot.idx == slot.idx && n.slot.type == slot.type)
+      s.name = model.format == ModelFormat::Onnx ? n.name : display_name(n.name);
   if (slot.type == ir::SlotType::Tensor) {
     if (const ir::TensorMeta* m = model.program.meta(ir::Tid{slot.idx})) {
       s.dtype = dtype_name(m->dtype);
@@ -34,6 +36,15 @@ std::vector<IoSummary> io_list(const Model& model, const std::vector<ir::Slot>& 
   for (size_t i = 0; i < slots.size(); ++i)
     out.push_back(io_summary(model, slots[i], prefix + std::to_string(i)));
   return out;
+}
+
+const char* format_name(ModelFormat f) {
+  switch (f) {
+    case ModelFormat::Pte: return "pte";
+    case ModelFormat::Payload: return "mlx-payload";
+    case ModelFormat::Onnx: return "onnx";
+  }
+  return "?";
 }
 
 std::string chain_role(const ir::Program& p, uint32_t c) {
@@ -95,7 +106,7 @@ ModelSummary summarize(const Model& model) {
   const ir::Program& p = model.program;
   ModelSummary s;
   s.path = model.path;
-  s.format = model.format == ModelFormat::Pte ? "pte" : "mlx-payload";
+  s.format = format_name(model.format);
   s.version = p.version;
   s.slot_counts = {{"constants", p.num_constant_tensors},
                    {"inputs", p.num_input_tensors},
@@ -110,9 +121,11 @@ ModelSummary summarize(const Model& model) {
   for (const io::ByteView& c : model.constants) s.constant_bytes += c.size;
   for (uint32_t c = 0; c < p.chains.size(); ++c) {
     ChainSummary chain{c, chain_role(p, c), p.chains[c].instructions.size(), {}};
-    for (const ir::Node& n : p.chains[c].instructions) ++chain.node_histogram[std::string(ir::node_name(n))];
+    for (const ir::Instruction& n : p.chains[c].instructions) ++chain.node_histogram[ir::instruction_name(n)];
     s.chains.push_back(std::move(chain));
   }
+  s.source_info = model.source_info;
+  s.source_op_histogram = model.source_op_histogram;
   return s;
 }
 
@@ -131,12 +144,20 @@ nlohmann::json to_json(const ModelSummary& s) {
           {"outputs", io_json(s.outputs)},
           {"mutable_buffers", io_json(s.mutable_buffers)},
           {"constants", {{"count", s.constant_count}, {"bytes", s.constant_bytes}}},
-          {"chains", chains}};
+          {"chains", chains},
+          {"source", s.source_info},
+          {"source_ops", s.source_op_histogram}};
 }
 
 std::string to_text(const ModelSummary& s) {
   std::ostringstream os;
   os << s.path << " (" << s.format << ", MLX IR version " << s.version << ")\n";
+  for (const auto& [key, value] : s.source_info) os << key << ": " << value << "\n";
+  if (!s.source_op_histogram.empty()) {
+    os << s.format << " ops:";
+    for (const auto& [name, count] : s.source_op_histogram) os << " " << name << " x" << count;
+    os << "\n";
+  }
   os << "slots:";
   for (const auto& [name, count] : s.slot_counts) os << " " << name << "=" << count;
   os << "\n";

@@ -34,6 +34,8 @@ struct ModelSummary {
   size_t constant_count = 0;
   uint64_t constant_bytes = 0;
   std::vector<ChainSummary> chains;
+  std::map<std::string, std::string> source_info;       // Model::source_info
+  std::map<std::string, size_t> source_op_histogram;    // Model::source_op_histogram
 };
 
 ModelSummary summarize(const Model& model);

@@ -4,6 +4,18 @@
 
 namespace wgml::ir {
 
+const OnnxAttribute::Value* OnnxOp::attribute(std::string_view attr_name) const {
+  for (const OnnxAttribute& a : attributes)
+    if (a.name == attr_name) return &a.value;
+  return nullptr;
+}
+
+std::string instruction_name(const Instruction& i) {
+  if (const Node* n = as_node(i)) return std::string(node_name(*n));
+  const OnnxOp& op = std::get<OnnxOp>(i);
+  return op.domain + "." + op.op_type;
+}
+
 bool TensorMeta::is_static() const {
   for (const Dim& d : shape)
     if (!d.is_static()) return false;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ir/nodes.h"
@@ -40,8 +41,37 @@ struct NamedSlot {
   Slot slot;
 };
 
+// An ONNX op kept in its own domain where no faithful lowering to `mlx` nodes exists (DESIGN.md,
+// "One instruction model, two op domains"). Backends find its kernel by (domain, op_type).
+struct OnnxAttribute {
+  using Value = std::variant<int64_t, double, std::string, std::vector<int64_t>,
+                             std::vector<double>, std::vector<std::string>>;
+  std::string name;
+  Value value;
+};
+
+struct OnnxOp {
+  std::string domain;  // "ai.onnx", "ai.onnx.ml", ...
+  std::string op_type;
+  int32_t opset = 0;   // the version of the domain the model imports
+  std::string name;    // the ONNX node name, for errors
+  std::vector<std::optional<Tid>> inputs;  // nullopt: an omitted optional input
+  std::vector<std::optional<Tid>> outputs;
+  std::vector<OnnxAttribute> attributes;
+
+  const OnnxAttribute::Value* attribute(std::string_view attr_name) const;
+};
+
+// One instruction of a chain: a node of the schema (domain `mlx`) or a kept ONNX op.
+using Instruction = std::variant<Node, OnnxOp>;
+
+// The mlx node of an instruction, or nullptr for an ONNX op.
+inline const Node* as_node(const Instruction& i) { return std::get_if<Node>(&i); }
+// "AddNode" for mlx nodes, "ai.onnx.Resize" for ONNX ops.
+std::string instruction_name(const Instruction& i);
+
 struct Chain {
-  std::vector<Node> instructions;
+  std::vector<Instruction> instructions;
 };
 
 // Where a Tid lives. ExecuTorch numbers tensor slots in exactly this order.

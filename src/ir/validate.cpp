@@ -64,10 +64,26 @@ void visit_slots(const Node& node, OnTid on_tid, OnVid on_vid) {
       node);
 }
 
-std::vector<uint32_t> child_chains(const Node& node) {
-  if (const auto* scan = std::get_if<ScanNode>(&node))
+// An ONNX op reads its inputs and writes its outputs; it has no value slots.
+template <class OnTid, class OnVid>
+void visit_slots(const Instruction& instruction, OnTid on_tid, OnVid on_vid) {
+  if (const Node* node = as_node(instruction)) return visit_slots(*node, on_tid, on_vid);
+  const OnnxOp& op = std::get<OnnxOp>(instruction);
+  auto visit_list = [&](const std::vector<std::optional<Tid>>& tids, const char* list,
+                        FieldRole role) {
+    for (size_t k = 0; k < tids.size(); ++k)
+      if (tids[k]) on_tid(*tids[k], role, std::string(list) + "[" + std::to_string(k) + "]");
+  };
+  visit_list(op.inputs, "inputs", FieldRole::Read);
+  visit_list(op.outputs, "outputs", FieldRole::Write);
+}
+
+std::vector<uint32_t> child_chains(const Instruction& instruction) {
+  const Node* node = as_node(instruction);
+  if (!node) return {};
+  if (const auto* scan = std::get_if<ScanNode>(node))
     return {static_cast<uint32_t>(scan->body_chain_idx)};
-  if (const auto* branch = std::get_if<IfNode>(&node))
+  if (const auto* branch = std::get_if<IfNode>(node))
     return {branch->then_chain_idx, branch->else_chain_idx};
   return {};
 }
@@ -96,10 +112,10 @@ class Validator {
     throw Error(ErrorCode::InvalidProgram, source_ + ": " + where + ": expected " + expected);
   }
 
-  static std::string at(uint32_t chain, size_t instruction, const Node& node,
+  static std::string at(uint32_t chain, size_t instruction, const Instruction& node,
                         std::string_view field) {
     return "chain " + std::to_string(chain) + ", instruction " + std::to_string(instruction) +
-           " (" + std::string(node_name(node)) + "), field '" + std::string(field) + "'";
+           " (" + instruction_name(node) + "), field '" + std::string(field) + "'";
   }
 
   void check_chain_roots() const {
@@ -175,7 +191,7 @@ class Validator {
     const bool is_init = static_cast<int64_t>(c) == p_.init_chain_idx;
     const auto& instructions = p_.chains[c].instructions;
     for (size_t i = 0; i < instructions.size(); ++i) {
-      const Node& node = instructions[i];
+      const Instruction& node = instructions[i];
       visit_slots(
           node,
           [&](Tid t, FieldRole role, std::string_view field) {
@@ -214,7 +230,7 @@ class Validator {
     if (state[c] == 2) return;
     if (state[c] == 1) fail("chain " + std::to_string(c), "no chain that runs itself");
     state[c] = 1;
-    for (const Node& node : p_.chains[c].instructions)
+    for (const Instruction& node : p_.chains[c].instructions)
       for (uint32_t child : child_chains(node)) visit_refs(child, state);
     state[c] = 2;
   }
@@ -225,7 +241,7 @@ class Validator {
   void walk_liveness(uint32_t c, std::vector<bool>& written) const {
     const auto& instructions = p_.chains[c].instructions;
     for (size_t i = 0; i < instructions.size(); ++i) {
-      const Node& node = instructions[i];
+      const Instruction& node = instructions[i];
       std::vector<Tid> writes;
       visit_slots(
           node,
@@ -244,13 +260,15 @@ class Validator {
     }
   }
 
-  void walk_children(const Node& node, std::vector<bool>& written) const {
-    if (const auto* scan = std::get_if<ScanNode>(&node)) {
+  void walk_children(const Instruction& instruction, std::vector<bool>& written) const {
+    const Node* node = as_node(instruction);
+    if (!node) return;
+    if (const auto* scan = std::get_if<ScanNode>(node)) {
       std::vector<bool> body = written;
       for (Tid t : scan->sliced)
         if (is_temp(t)) body[temp_index(t)] = true;
       walk_liveness(static_cast<uint32_t>(scan->body_chain_idx), body);
-    } else if (const auto* branch = std::get_if<IfNode>(&node)) {
+    } else if (const auto* branch = std::get_if<IfNode>(node)) {
       std::vector<bool> then_w = written, else_w = written;
       walk_liveness(branch->then_chain_idx, then_w);
       walk_liveness(branch->else_chain_idx, else_w);
@@ -271,7 +289,7 @@ void validate_program(const Program& program, const std::string& source) {
 std::vector<bool> constants_written_by_init(const Program& program) {
   std::vector<bool> out(program.num_constant_tensors, false);
   if (!program.has_init_chain()) return out;
-  for (const Node& node : program.chains[program.init_chain_idx].instructions)
+  for (const Instruction& node : program.chains[program.init_chain_idx].instructions)
     visit_slots(
         node,
         [&](Tid t, FieldRole role, std::string_view) {

@@ -1,15 +1,20 @@
 #pragma once
-// A backend executes IR nodes. It registers one kernel per node type it supports; the executor
-// handles control flow and value-slot arithmetic itself, identically for every backend.
+// A backend executes IR instructions. It registers one kernel per node type (domain `mlx`) and per
+// kept ONNX op it supports; the executor handles control flow and value-slot arithmetic itself,
+// identically for every backend.
 #include <array>
+#include <map>
+#include <string>
 #include <string_view>
+#include <utility>
 
-#include "ir/nodes.h"
+#include "ir/program.h"
 #include "runtime/exec_context.h"
 
 namespace wgml::runtime {
 
 using KernelFn = void (*)(const ir::Node&, ExecContext&);
+using OnnxKernelFn = void (*)(const ir::OnnxOp&, ExecContext&);
 
 class KernelTable {
  public:
@@ -21,8 +26,21 @@ class KernelTable {
     return union_id < table_.size() ? table_[union_id] : nullptr;
   }
 
+  // Kernels of ONNX ops kept in their own domain ("ai.onnx", ...), found by (domain, op_type).
+  void add_onnx(std::string domain, std::string op_type, OnnxKernelFn fn) {
+    onnx_[{std::move(domain), std::move(op_type)}] = fn;
+  }
+  OnnxKernelFn find_onnx(std::string_view domain, std::string_view op_type) const {
+    auto it = onnx_.find(std::pair<std::string, std::string>(domain, op_type));
+    return it == onnx_.end() ? nullptr : it->second;
+  }
+  const std::map<std::pair<std::string, std::string>, OnnxKernelFn>& onnx_kernels() const {
+    return onnx_;
+  }
+
  private:
   std::array<KernelFn, ir::kMaxNodeUnionId + 1> table_{};
+  std::map<std::pair<std::string, std::string>, OnnxKernelFn> onnx_;
 };
 
 class Backend {

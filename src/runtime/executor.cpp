@@ -151,31 +151,47 @@ void Executor::run_chain(uint32_t chain) {
   for (size_t i = 0; i < instructions.size(); ++i) run_instruction(chain, i, instructions[i]);
 }
 
-std::string Executor::where(uint32_t chain, size_t index, const ir::Node& node) const {
-  return model_->path + ": chain " + std::to_string(chain) + ", instruction " +
-         std::to_string(index) + " (" + std::string(ir::node_name(node)) + ")";
+std::string Executor::where(uint32_t chain, size_t index,
+                            const ir::Instruction& instruction) const {
+  std::string place = model_->path + ": chain " + std::to_string(chain) + ", instruction " +
+                      std::to_string(index) + " (" + ir::instruction_name(instruction);
+  if (const auto* op = std::get_if<ir::OnnxOp>(&instruction)) place += " node '" + op->name + "'";
+  return place + ")";
 }
 
-void Executor::run_instruction(uint32_t chain, size_t index, const ir::Node& node) {
+void Executor::run_instruction(uint32_t chain, size_t index, const ir::Instruction& instruction) {
+  const ir::Node* node = ir::as_node(instruction);
   // Control flow reports errors from inside its body chains, already located.
-  if (const auto* scan = std::get_if<ir::ScanNode>(&node)) return run_scan(*scan);
-  if (const auto* branch = std::get_if<ir::IfNode>(&node)) return run_if(*branch);
-  const size_t id = node.index() + 1;
-  try {
-    if (is_native_op(id)) {
-      run_native_op(node, ctx_);
-      return;
-    }
-    KernelFn kernel = backend_.kernels().find(id);
-    if (!kernel)
-      throw Error(ErrorCode::Unsupported,
-                  "the " + std::string(backend_.name()) + " backend has no kernel for this node");
-    kernel(node, ctx_);
-  } catch (const Error& e) {
-    throw Error(e.code(), where(chain, index, node) + ": " + e.what());
-  } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::Runtime, where(chain, index, node) + ": out of memory");
+  if (node) {
+    if (const auto* scan = std::get_if<ir::ScanNode>(node)) return run_scan(*scan);
+    if (const auto* branch = std::get_if<ir::IfNode>(node)) return run_if(*branch);
   }
+  try {
+    if (node) run_node(*node);
+    else run_onnx_op(std::get<ir::OnnxOp>(instruction));
+  } catch (const Error& e) {
+    throw Error(e.code(), where(chain, index, instruction) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::Runtime, where(chain, index, instruction) + ": out of memory");
+  }
+}
+
+void Executor::run_node(const ir::Node& node) {
+  const size_t id = node.index() + 1;
+  if (is_native_op(id)) return run_native_op(node, ctx_);
+  KernelFn kernel = backend_.kernels().find(id);
+  if (!kernel)
+    throw Error(ErrorCode::Unsupported,
+                "the " + std::string(backend_.name()) + " backend has no kernel for this node");
+  kernel(node, ctx_);
+}
+
+void Executor::run_onnx_op(const ir::OnnxOp& op) {
+  OnnxKernelFn kernel = backend_.kernels().find_onnx(op.domain, op.op_type);
+  if (!kernel)
+    throw Error(ErrorCode::Unsupported, "the " + std::string(backend_.name()) +
+                                            " backend has no kernel for this ONNX op");
+  kernel(op, ctx_);
 }
 
 void Executor::run_if(const ir::IfNode& node) {

@@ -33,10 +33,12 @@ class Executor {
   void reset_transients();
 
   void run_chain(uint32_t chain);
-  void run_instruction(uint32_t chain, size_t index, const ir::Node& node);
+  void run_instruction(uint32_t chain, size_t index, const ir::Instruction& instruction);
+  void run_node(const ir::Node& node);
+  void run_onnx_op(const ir::OnnxOp& op);
   void run_scan(const ir::ScanNode& scan);
   void run_if(const ir::IfNode& node);
-  std::string where(uint32_t chain, size_t index, const ir::Node& node) const;
+  std::string where(uint32_t chain, size_t index, const ir::Instruction& instruction) const;
 
   std::shared_ptr<const frontend::Model> model_;
   const Backend& backend_;

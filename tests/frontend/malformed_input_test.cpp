@@ -245,8 +245,9 @@ TEST_F(MalformedInput, DISABLED_InstructionWithoutNodeTable) {
   write_file(dir_.file("model.safetensors"), build_safetensors(tiny_constants()));
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": chain 0, instruction 0 (AddNode)"),
-                              HasSubstr("expected")));
+  EXPECT_THAT(e.what(),
+              AllOf(HasSubstr(path + ": chain 0, instruction 0 (AddNode), field 'op'"),
+                    HasSubstr("expected a AddNode table, found none")));
 }
 
 TEST_F(MalformedInput, UnsupportedDtype) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target for SECONDS (default 60) on a scratch copy of its seed corpus and
-# fails on any finding (crash, sanitizer report, leak, timeout, out-of-memory).
+# fails on any finding (crash, sanitizer report, leak, timeout, out-of-memory). Inputs saved under
+# regressions/<target>/ (past findings) are replayed first and must not crash.
 #   tests/fuzz/run_fuzz_smoke.sh BUILD_DIR [SECONDS]
 # BUILD_DIR is a clang build configured with -DWGML_FUZZ=ON.
 set -euo pipefail
@@ -18,6 +19,16 @@ for target in payload pte; do
     echo "run_fuzz_smoke: $bin not found (configure with -DWGML_FUZZ=ON and build it)" >&2
     exit 2
   fi
+  # Inputs that once crashed a target (regressions/<target>/) must replay cleanly first.
+  if compgen -G "$here/regressions/$target/*" >/dev/null; then
+    if ! "$bin" -runs=1 "$here/regressions/$target/"* >"$work/$target.replay.log" 2>&1; then
+      echo "run_fuzz_smoke: fuzz_$target crashes on a saved regression input:" >&2
+      sed -n '/ERROR: \|runtime error\|deadly signal/,$p' "$work/$target.replay.log" |
+        head -n 40 >&2
+      status=1
+      continue
+    fi
+  fi
   mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
   cp "$here/corpus/$target/"* "$work/$target/corpus/"
   echo "== fuzz_$target: ${seconds}s"
@@ -27,18 +38,20 @@ for target in payload pte; do
     -dict="$here/wgml.dict" "$work/$target/corpus" >"$work/$target/log" 2>&1
   rc=$?
   set -e
-  tail -n 15 "$work/$target/log"
   if [[ $rc -ne 0 ]] || compgen -G "$work/$target/artifacts/*" >/dev/null; then
-    echo "run_fuzz_smoke: fuzz_$target FAILED (exit $rc); findings:" >&2
+    echo "run_fuzz_smoke: fuzz_$target FAILED (exit $rc)" >&2
+    # The report: from the first sanitizer/libFuzzer error line on.
+    sed -n '/ERROR: \|runtime error\|deadly signal\|ALARM\|out-of-memory/,$p' "$work/$target/log" |
+      head -n 60 >&2
     mkdir -p "$build/fuzz-findings/$target"
     for f in "$work/$target/artifacts/"*; do
       [[ -e "$f" ]] || continue
       cp "$f" "$build/fuzz-findings/$target/"
-      echo "  $build/fuzz-findings/$target/$(basename "$f")" >&2
+      echo "  reproducer: $build/fuzz-findings/$target/$(basename "$f")" >&2
     done
-    grep -m1 -A25 "ERROR:\|==ERROR\|runtime error\|deadly signal\|timeout" "$work/$target/log" >&2 || true
     status=1
   else
+    grep '^stat::\|^Done' "$work/$target/log" || true
     echo "fuzz_$target: no findings"
   fi
 done

@@ -1,10 +1,13 @@
-// wgml command line: inspect and run MLX-delegate programs.
+// wgml command line: inspect and run MLX-delegate programs and ONNX models.
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"
 #include "io/npy.h"
+#include "spec_command.h"
 #include "wgml/error.h"
 #include "wgml/session.h"
 
@@ -25,6 +28,13 @@ struct RunArgs {
   std::string output_dir;
   std::string constants;
 };
+
+// .npy, or a serialized ONNX TensorProto (.pb, the ONNX backend tests' format).
+wgml::Tensor read_tensor(const std::string& path, wgml::DType expected) {
+  if (std::filesystem::path(path).extension() == ".pb")
+    return wgml::frontend::onnx::read_tensor_file(path);
+  return wgml::io::read_npy(path, expected);
+}
 
 // Binds "NAME=PATH" (or a bare PATH, in positional order) to the session's inputs.
 std::vector<wgml::Value> load_inputs(const wgml::Session& session, const std::vector<std::string>& specs) {
@@ -47,7 +57,7 @@ std::vector<wgml::Value> load_inputs(const wgml::Session& session, const std::ve
     }
     if (index >= infos.size())
       throw wgml::Error(wgml::ErrorCode::InvalidArgument, "--input " + spec + ": the model has only " + std::to_string(infos.size()) + " inputs");
-    const wgml::Tensor t = wgml::io::read_npy(path, infos[index].dtype);
+    const wgml::Tensor t = read_tensor(path, infos[index].dtype);
     if (infos[index].kind == "tensor") values[index] = t;
     else values[index] = static_cast<int64_t>(t.numel() == 1 ? t.data_as<int64_t>()[0] : 0);
     bound[index] = true;
@@ -96,19 +106,22 @@ int main(int argc, char** argv) {
   std::string inspect_path;
   bool inspect_json = false;
   auto* inspect_cmd = app.add_subcommand("inspect", "Summarise a model: slots, I/O, constants, nodes");
-  inspect_cmd->add_option("file", inspect_path, "Model file (.pte, .mlxg)")->required();
+  inspect_cmd->add_option("file", inspect_path, "Model file (.pte, .mlxg, .onnx)")->required();
   inspect_cmd->add_flag("--json", inspect_json, "Print JSON");
 
   RunArgs run_args;
-  auto* run_cmd = app.add_subcommand("run", "Run a model on inputs given as .npy files");
-  run_cmd->add_option("file", run_args.path, "Model file (.pte, .mlxg)")->required();
+  auto* run_cmd = app.add_subcommand("run", "Run a model on inputs given as .npy or ONNX TensorProto .pb files");
+  run_cmd->add_option("file", run_args.path, "Model file (.pte, .mlxg, .onnx)")->required();
   run_cmd->add_option("--device", run_args.device, "cpu")->check(CLI::IsMember({"cpu", "webgpu"}));
-  run_cmd->add_option("--input", run_args.inputs, "NAME=PATH.npy, or PATH.npy in input order");
+  run_cmd->add_option("--input", run_args.inputs, "NAME=PATH (.npy or .pb), or PATH in input order");
   run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy here");
   run_cmd->add_option("--constants", run_args.constants, "Constants (.safetensors) for a .mlxg payload");
 
+  wgml::cli::SpecCommands spec_commands(app);
+
   CLI11_PARSE(app, argc, argv);
   try {
+    if (spec_commands.selected()) return spec_commands.run();
     if (*inspect_cmd) return inspect(inspect_path, inspect_json);
     if (*run_cmd) return run(run_args);
   } catch (const wgml::Error& e) {

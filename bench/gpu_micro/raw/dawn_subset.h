@@ -1,4 +1,4 @@
-// dawn_subset.h - the part of webgpu.h that gpu_micro.cpp uses, written for the Dawn build
+// dawn_subset.h - the part of webgpu.h that gpu_micro_raw.cpp uses, written for the Dawn build
 // shipped in npm `bun-webgpu-linux-x64@0.1.7` (libwebgpu_wrapper.so, which ships no header).
 //
 // Layouts and enum values were checked against the upstream header of that build

@@ -1,0 +1,222 @@
+#pragma once
+// The state of lowering one ONNX model to an ir::Program: what is known about every ONNX value at
+// load time, slot allocation, and the helpers op rules use to emit instructions. Shape arithmetic
+// on integers is folded here where it is static and becomes value-slot arithmetic where it is not.
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "frontend/named_data.h"
+#include "ir/program.h"
+#include "onnx-ml.pb.h"
+#include "wgml/error.h"
+#include "wgml/tensor.h"
+
+namespace wgml::frontend::onnx {
+
+namespace pb = ::onnx;
+
+// Dims of a value: -1 where only the run time knows it.
+using Dims = std::vector<int64_t>;
+constexpr int64_t kUnknownDim = -1;
+
+// What the lowering knows about one ONNX value.
+struct Value {
+  DType dtype = DType::Float32;
+  Dims dims;
+  std::optional<ir::Tid> tid;      // its tensor slot, once something needs one
+  std::optional<Tensor> constant;  // its contents, when known at load time
+  // An integer scalar or vector known element by element: literals, or value slots computed at
+  // run time (shape arithmetic). Consumers that take shapes read these without a tensor.
+  std::optional<std::vector<ir::IntOrVid>> elements;
+
+  int rank() const { return static_cast<int>(dims.size()); }
+  bool dims_known() const;
+};
+
+// Why a model cannot be lowered: collected over all nodes, reported in one error.
+struct Unsupported {
+  std::string what;
+};
+
+class Lowering {
+ public:
+  Lowering(std::string source, std::shared_ptr<const void> file_owner);
+
+  const std::string& source() const { return source_; }
+
+  // Slots. Tids are provisional until finish() orders them constants, inputs, outputs, temps.
+  ir::Tid new_temp();
+  ir::Vid new_value();
+  ir::Tid add_constant(const Tensor& t, const std::string& name_hint);
+  ir::Tid add_input(const std::string& name, ir::TensorMeta meta);
+
+  // Instructions go to the current chain (the main chain, or a subgraph's body while lowering it).
+  void emit(ir::Node node);
+  void emit(ir::OnnxOp op);
+  uint32_t current_chain() const { return chain_; }
+  uint32_t new_chain();
+  // Runs f with instructions going to `chain` and values defined inside scoped to it.
+  void in_chain(uint32_t chain, const std::function<void()>& f);
+
+  // ONNX values by name.
+  bool has_value(const std::string& name) const;
+  const Value& value(const std::string& name) const;
+  void define(const std::string& name, Value v);
+
+  // The tensor slot holding a value, creating a constant or emitting the instructions that build
+  // it from value slots where it has none yet. tensor_of remembers the slot for the named value.
+  ir::Tid tensor(const Value& v);
+  ir::Tid tensor_of(const std::string& name);
+  // A runtime value held in `tid`.
+  static Value runtime(ir::Tid tid, DType dtype, Dims dims);
+  Value constant_value(const Tensor& t);
+
+  // Dimension `axis` of v: a literal where known, else a value slot read at run time.
+  ir::IntOrVid dim(const Value& v, int axis);
+  std::vector<ir::IntOrVid> shape_of(const Value& v);
+  // Elements of an integer scalar or vector: known ones as literals or value slots; otherwise read
+  // from the tensor at run time (its length must be known).
+  std::vector<ir::IntOrVid> int_elements(const Value& v, const std::string& what);
+  // Elements when all are literals at load time.
+  std::optional<std::vector<int64_t>> literal_ints(const Value& v) const;
+  std::optional<std::vector<ir::IntOrVid>> known_elements(const Value& v) const;
+
+  // Value-slot arithmetic, folded when both sides are literals.
+  ir::IntOrVid add(ir::IntOrVid a, ir::IntOrVid b);
+  ir::IntOrVid sub(ir::IntOrVid a, ir::IntOrVid b);
+  ir::IntOrVid mul(ir::IntOrVid a, ir::IntOrVid b);
+  ir::IntOrVid floor_div(ir::IntOrVid a, ir::IntOrVid b);
+  ir::IntOrVid mod(ir::IntOrVid a, ir::IntOrVid b);
+  ir::IntOrVid product(const std::vector<ir::IntOrVid>& v);
+
+  // Builds the program: Tids renumbered by class, outputs copied into output slots.
+  void add_output(const std::string& name, const Value& v, std::vector<ir::Dim> declared);
+  // Constants' bytes go to `named`, by the names of their named slots.
+  ir::Program finish(NamedData& named);
+
+  // Unique name for a synthesized constant or node.
+  std::string unique_name(const std::string& hint);
+
+  // The model's opsets by domain ("" is ai.onnx).
+  std::map<std::string, int64_t> opsets;
+  // Reads a TensorProto (initializer, Constant value, attribute), external data included.
+  std::function<Tensor(const pb::TensorProto&, const std::string& where)> load_tensor;
+  // Names of values whose producer could not be lowered: their consumers are skipped.
+  std::set<std::string> poisoned;
+
+ private:
+  enum class SlotClass { Constant, Input, Output, Temp };
+  ir::Tid new_slot(SlotClass c);
+  ir::Tid tensor_from_elements(const Value& v);
+
+  std::string source_;
+  std::shared_ptr<const void> file_owner_;
+  std::vector<SlotClass> slot_classes_;
+  std::vector<std::optional<ir::TensorMeta>> slot_meta_;
+  std::vector<std::pair<std::string, Tensor>> constants_;  // by constant index
+  std::vector<ir::Tid> constant_tids_;
+  std::vector<std::pair<std::string, ir::Tid>> inputs_, outputs_;
+  uint32_t num_values_ = 0;
+  std::vector<ir::Chain> chains_;
+  uint32_t chain_ = 0;
+  std::map<std::string, Value> values_;
+  std::map<std::pair<uint32_t, int>, ir::Vid> dim_cache_;
+  std::map<std::string, int> name_counts_;
+};
+
+// The ONNX node being lowered: its inputs, attributes and outputs, with errors that name it.
+class NodeLowering {
+ public:
+  NodeLowering(Lowering& g, const pb::NodeProto& node, int64_t opset);
+
+  Lowering& g;
+  const pb::NodeProto& node;
+  const int64_t opset;
+
+  std::string where() const;  // "node 'name' (OpType)"
+  [[noreturn]] void fail(const std::string& expected) const;        // malformed: InvalidProgram
+  [[noreturn]] void unsupported(const std::string& what) const;     // valid but not handled here
+
+  size_t num_inputs() const { return static_cast<size_t>(node.input_size()); }
+  bool has_input(size_t i) const;
+  const Value& in(size_t i) const;
+  ir::Tid in_tensor(size_t i);
+  size_t num_outputs() const { return static_cast<size_t>(node.output_size()); }
+  bool wants_output(size_t i) const;
+  void set_output(size_t i, Value v);
+  // Defines output i as the tensor in `tid`.
+  void set_output(size_t i, ir::Tid tid, DType dtype, Dims dims);
+
+  const pb::AttributeProto* attr(const std::string& name) const;
+  int64_t attr_int(const std::string& name, int64_t fallback) const;
+  float attr_float(const std::string& name, float fallback) const;
+  std::string attr_string(const std::string& name, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& name) const;
+  std::vector<float> attr_floats(const std::string& name) const;
+  std::optional<Tensor> attr_tensor(const std::string& name) const;
+  const pb::GraphProto* attr_graph(const std::string& name) const;
+
+  // An input (or attribute) that must be known at load time as integers.
+  std::vector<int64_t> literal_ints_input(size_t i, const std::string& what) const;
+  // Normalizes an axis into [0, rank), failing with this node's name when out of range.
+  int axis(int64_t a, int rank) const;
+
+  // Emit helpers: a new temp holding the node's result.
+  template <class N>
+  ir::Tid unary(ir::Tid x) {
+    const ir::Tid out = g.new_temp();
+    g.emit(N{.x = x, .out = out});
+    return out;
+  }
+  template <class N>
+  ir::Tid binary(ir::Tid a, ir::Tid b) {
+    const ir::Tid out = g.new_temp();
+    g.emit(N{.a = a, .b = b, .out = out});
+    return out;
+  }
+  ir::Tid scalar(double v, DType dtype);  // a 0-D constant
+  ir::Tid cast(ir::Tid x, DType from, DType to);  // x itself when from == to
+  ir::Tid convert(ir::Tid x, DType to);           // always emits the conversion
+  ir::Tid reshape(ir::Tid x, const std::vector<ir::IntOrVid>& shape);
+  ir::Tid transpose(ir::Tid x, const std::vector<int>& perm);
+  // Keeps this op in the ai.onnx domain: its CPU kernel runs it as ONNX defines it.
+  ir::OnnxOp kept_op();
+};
+
+// One lowering rule per ONNX op type, for opsets from `since` on.
+using LowerFn = void (*)(NodeLowering&);
+struct OpRule {
+  const char* domain;  // "" for ai.onnx
+  const char* op_type;
+  int since;
+  LowerFn lower;
+};
+
+// Each rule family registers itself (one file each).
+void add_elementwise_rules(std::vector<OpRule>& rules);
+void add_shape_rules(std::vector<OpRule>& rules);
+void add_reduce_rules(std::vector<OpRule>& rules);
+void add_nn_rules(std::vector<OpRule>& rules);
+void add_kept_rules(std::vector<OpRule>& rules);
+void add_control_rules(std::vector<OpRule>& rules);
+
+const OpRule* find_rule(const std::string& domain, const std::string& op_type, int64_t opset);
+
+// "node 'name' (domain.OpType, opset N)": how unsupported uses are listed.
+std::string versioned_label(const pb::NodeProto& n, int64_t opset);
+
+// Lowers a graph's nodes into the current chain (used for the main graph and for subgraphs).
+void lower_nodes(Lowering& g, const pb::GraphProto& graph, std::vector<Unsupported>& unsupported);
+
+// dtype helpers shared by the rules.
+std::optional<DType> dtype_from_onnx(int32_t elem_type);
+std::string onnx_type_name(int32_t elem_type);
+// The ExecuTorch ScalarType code AsType/Full/ARange nodes take; none for dtypes MLX lacks (float64).
+std::optional<int8_t> scalar_type(DType t);
+int32_t onnx_elem_type(DType t);
+
+}  // namespace wgml::frontend::onnx

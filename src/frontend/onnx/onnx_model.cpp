@@ -1,0 +1,278 @@
+#include "frontend/onnx/onnx_model.h"
+
+#include <climits>
+#include <filesystem>
+#include <set>
+
+#include "frontend/onnx/lowering.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "ir/validate.h"
+
+namespace wgml::frontend::onnx {
+namespace {
+
+const std::vector<OpRule>& all_rules() {
+  static const std::vector<OpRule> rules = [] {
+    std::vector<OpRule> r;
+    add_elementwise_rules(r);
+    add_shape_rules(r);
+    add_reduce_rules(r);
+    add_nn_rules(r);
+    add_kept_rules(r);
+    add_control_rules(r);
+    return r;
+  }();
+  return rules;
+}
+
+std::string normalized_domain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+
+std::string node_label(const pb::NodeProto& n) {
+  return "node '" + n.name() + "' (" + n.op_type() + ")";
+}
+
+// Nodes in an order where every input is produced before it is read. ONNX requires graphs to be
+// sorted; this also accepts unsorted ones and names the nodes of a cycle or a missing input.
+std::vector<int> topological_order(const Lowering& g, const pb::GraphProto& graph,
+                                   const std::string& source) {
+  const int n = graph.node_size();
+  std::map<std::string, int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const std::string& out : graph.node(i).output()) {
+      if (out.empty()) continue;
+      if (!producer.emplace(out, i).second || g.has_value(out))
+        throw Error(ErrorCode::InvalidProgram,
+                    source + ": " + node_label(graph.node(i)) + ": output '" + out +
+                        "' is already defined (ONNX values are assigned once)");
+    }
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> consumers(n);
+  for (int i = 0; i < n; ++i)
+    for (const std::string& in : graph.node(i).input()) {
+      if (in.empty() || g.has_value(in)) continue;
+      auto it = producer.find(in);
+      if (it == producer.end())
+        throw Error(ErrorCode::InvalidProgram,
+                    source + ": " + node_label(graph.node(i)) + ": input '" + in +
+                        "' is no graph input, initializer or node output");
+      ++pending[i];
+      consumers[it->second].push_back(i);
+    }
+  std::set<int> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.insert(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int c : consumers[i])
+      if (--pending[c] == 0) ready.insert(c);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    std::string cycle;
+    for (int i = 0; i < n; ++i)
+      if (pending[i] > 0) cycle += (cycle.empty() ? "" : ", ") + node_label(graph.node(i));
+    throw Error(ErrorCode::InvalidProgram,
+                source + ": the graph has a cycle: expected an acyclic graph, found " + cycle +
+                    " waiting on each other");
+  }
+  return order;
+}
+
+void poison_outputs(Lowering& g, const pb::NodeProto& node) {
+  for (const std::string& out : node.output())
+    if (!out.empty()) g.poisoned.insert(out);
+}
+
+bool reads_poisoned(const Lowering& g, const pb::NodeProto& node) {
+  for (const std::string& in : node.input())
+    if (g.poisoned.count(in)) return true;
+  return false;
+}
+
+void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>& unsupported) {
+  if (reads_poisoned(g, node)) return poison_outputs(g, node);
+  const std::string domain = normalized_domain(node.domain());
+  auto opset_it = g.opsets.find(domain);
+  if (opset_it == g.opsets.end())
+    throw Error(ErrorCode::InvalidProgram,
+                g.source() + ": " + node_label(node) + ": the model imports no opset for domain '" +
+                    (domain.empty() ? "ai.onnx" : domain) + "'");
+  const OpRule* rule = find_rule(domain, node.op_type(), opset_it->second);
+  if (!rule) {
+    unsupported.push_back({versioned_label(node, opset_it->second) + ": no lowering for this op"});
+    return poison_outputs(g, node);
+  }
+  NodeLowering n(g, node, opset_it->second);
+  try {
+    rule->lower(n);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Unsupported) throw;
+    unsupported.push_back({e.what()});
+    return poison_outputs(g, node);
+  }
+  for (size_t i = 0; i < n.num_outputs(); ++i)
+    if (n.wants_output(i) && !g.has_value(node.output(static_cast<int>(i))))
+      n.unsupported("output " + std::to_string(i) + " is not produced by this lowering");
+}
+
+std::vector<ir::Dim> declared_dims(const pb::TypeProto::Tensor& t) {
+  std::vector<ir::Dim> dims;
+  for (const auto& d : t.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0 && d.dim_value() <= INT32_MAX)
+      dims.push_back(ir::Dim{static_cast<int32_t>(d.dim_value()), 0, -1});
+    else
+      dims.push_back(ir::Dim{});
+  }
+  return dims;
+}
+
+// Graph inputs that are not initializers become program inputs; dims from dim_value are static,
+// symbolic or missing ones dynamic.
+void define_inputs(Lowering& g, const pb::GraphProto& graph, std::vector<Unsupported>& unsupported) {
+  for (const pb::ValueInfoProto& in : graph.input()) {
+    if (g.has_value(in.name())) continue;  // an initializer (IR < 4 lists them as inputs too)
+    const std::string where = "graph input '" + in.name() + "'";
+    if (!in.type().has_tensor_type()) {
+      unsupported.push_back({where + ": only tensor inputs are supported"});
+      g.poisoned.insert(in.name());
+      continue;
+    }
+    const auto& tt = in.type().tensor_type();
+    const auto dtype = dtype_from_onnx(tt.elem_type());
+    if (!dtype) {
+      unsupported.push_back({where + ": element type " + onnx_type_name(tt.elem_type())});
+      g.poisoned.insert(in.name());
+      continue;
+    }
+    if (!tt.has_shape())
+      throw Error(ErrorCode::Unsupported, g.source() + ": " + where + ": inputs of unknown rank");
+    ir::TensorMeta meta;
+    meta.dtype = *dtype;
+    meta.shape = declared_dims(tt);
+    Dims dims;
+    for (const ir::Dim& d : meta.shape) dims.push_back(d.is_static() ? d.value : kUnknownDim);
+    const ir::Tid tid = g.add_input(in.name(), std::move(meta));
+    g.define(in.name(), Lowering::runtime(tid, *dtype, dims));
+  }
+}
+
+void define_initializers(Lowering& g, const pb::GraphProto& graph,
+                         std::vector<Unsupported>& unsupported) {
+  for (const pb::TensorProto& t : graph.initializer()) {
+    try {
+      g.define(t.name(), g.constant_value(g.load_tensor(t, "initializer '" + t.name() + "'")));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Unsupported) throw;
+      unsupported.push_back({e.what()});
+      g.poisoned.insert(t.name());
+    }
+  }
+  if (graph.sparse_initializer_size() > 0)
+    unsupported.push_back({"sparse initializers ('" + graph.sparse_initializer(0).values().name() + "', ...)"});
+}
+
+void define_outputs(Lowering& g, const pb::GraphProto& graph) {
+  for (const pb::ValueInfoProto& out : graph.output()) {
+    if (g.poisoned.count(out.name())) continue;
+    if (!g.has_value(out.name()))
+      throw Error(ErrorCode::InvalidProgram,
+                  g.source() + ": graph output '" + out.name() + "' is produced by no node");
+    const auto& tt = out.type().tensor_type();
+    g.add_output(out.name(), g.value(out.name()), declared_dims(tt));
+  }
+}
+
+std::map<std::string, int64_t> read_opsets(const pb::ModelProto& m, const std::string& source) {
+  std::map<std::string, int64_t> opsets;
+  for (const pb::OperatorSetIdProto& o : m.opset_import())
+    opsets[normalized_domain(o.domain())] = o.version();
+  auto it = opsets.find("");
+  if (it != opsets.end() && (it->second < 1 || it->second > kMaxOpset))
+    throw Error(ErrorCode::Unsupported, source + ": opset_import: expected an ai.onnx opset in [1, " +
+                                            std::to_string(kMaxOpset) + "], found " +
+                                            std::to_string(it->second));
+  return opsets;
+}
+
+void describe(Model& model, const pb::ModelProto& m, const pb::GraphProto& graph) {
+  model.source_info["ir_version"] = std::to_string(m.ir_version());
+  if (!m.producer_name().empty())
+    model.source_info["producer"] = m.producer_name() + " " + m.producer_version();
+  std::string opsets;
+  for (const pb::OperatorSetIdProto& o : m.opset_import())
+    opsets += (opsets.empty() ? "" : ", ") + (o.domain().empty() ? std::string("ai.onnx") : o.domain()) +
+              " " + std::to_string(o.version());
+  model.source_info["opsets"] = opsets;
+  model.source_info["graph"] = graph.name();
+  model.source_info["initializers"] = std::to_string(graph.initializer_size());
+  for (const pb::NodeProto& n : graph.node()) ++model.source_op_histogram[n.op_type()];
+}
+
+std::string list_unsupported(const std::vector<Unsupported>& unsupported) {
+  std::string out;
+  for (const Unsupported& u : unsupported) out += "\n  " + u.what;
+  return out;
+}
+
+}  // namespace
+
+const OpRule* find_rule(const std::string& domain, const std::string& op_type, int64_t opset) {
+  const OpRule* best = nullptr;
+  for (const OpRule& r : all_rules())
+    if (r.domain == domain && r.op_type == op_type && r.since <= opset &&
+        (!best || r.since > best->since))
+      best = &r;
+  return best;
+}
+
+void lower_nodes(Lowering& g, const pb::GraphProto& graph, std::vector<Unsupported>& unsupported) {
+  for (int i : topological_order(g, graph, g.source())) lower_node(g, graph.node(i), unsupported);
+}
+
+bool has_onnx_extension(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".onnx";
+}
+
+Model load_onnx_model(const std::string& path, const io::ByteView& file) {
+  auto proto = std::make_shared<pb::ModelProto>();
+  if (file.size > INT_MAX)
+    throw Error(ErrorCode::Unsupported,
+                path + ": ONNX files over 2 GiB must keep their weights as external data");
+  if (!proto->ParseFromArray(file.data, static_cast<int>(file.size)))
+    throw Error(ErrorCode::InvalidFormat, path + ": expected a serialized ONNX ModelProto "
+                                                 "(protobuf), found bytes that do not parse");
+  if (!proto->has_graph())
+    throw Error(ErrorCode::InvalidFormat, path + ": expected a ModelProto with a graph, found none");
+  const pb::GraphProto& graph = proto->graph();
+
+  Model model;
+  model.path = path;
+  model.format = ModelFormat::Onnx;
+  describe(model, *proto, graph);
+
+  Lowering g(path, proto);
+  g.opsets = read_opsets(*proto, path);
+  const TensorSource source{path, std::filesystem::path(path).parent_path().string(), proto};
+  g.load_tensor = [source](const pb::TensorProto& t, const std::string& where) {
+    return tensor_from_proto(t, source, where);
+  };
+  std::vector<Unsupported> unsupported;
+  define_initializers(g, graph, unsupported);
+  define_inputs(g, graph, unsupported);
+  lower_nodes(g, graph, unsupported);
+  if (!unsupported.empty())
+    throw Error(ErrorCode::Unsupported,
+                path + ": " + std::to_string(unsupported.size()) +
+                    " unsupported op, opset or dtype use(s):" + list_unsupported(unsupported));
+  define_outputs(g, graph);
+  model.program = g.finish(model.named_data);
+  ir::validate_program(model.program, path);
+  model.constants = bind_constants(model.program, model.named_data, path);
+  return model;
+}
+
+}  // namespace wgml::frontend::onnx

@@ -1,0 +1,399 @@
+// Element-wise ONNX ops: math, arithmetic with broadcasting, comparisons, logic, activations,
+// casts. Most map to one mlx node; activations are short compositions of them.
+#include <cmath>
+#include <limits>
+
+#include "frontend/onnx/lowering.h"
+#include "frontend/onnx/rule_helpers.h"
+
+namespace wgml::frontend::onnx {
+namespace {
+
+using namespace ir;
+
+template <class N>
+void unary(NodeLowering& n) {
+  const Value& x = n.in(0);
+  n.set_output(0, n.unary<N>(n.in_tensor(0)), x.dtype, x.dims);
+}
+
+template <class N>
+void binary_same_type(NodeLowering& n) {
+  const Value& a = n.in(0);
+  const Value& b = n.in(1);
+  n.set_output(0, n.binary<N>(n.in_tensor(0), n.in_tensor(1)), a.dtype, broadcast_dims(a.dims, b.dims));
+}
+
+template <class N>
+void comparison(NodeLowering& n) {
+  const Value& a = n.in(0);
+  const Value& b = n.in(1);
+  n.set_output(0, n.binary<N>(n.in_tensor(0), n.in_tensor(1)), DType::Bool,
+               broadcast_dims(a.dims, b.dims));
+}
+
+// Integer division truncates in ONNX and floors in MLX: integers keep ONNX's own kernel.
+void div(NodeLowering& n) {
+  if (is_floating(n.in(0).dtype)) return binary_same_type<DivideNode>(n);
+  keep_elementwise(n, n.in(0).dtype);
+}
+
+void mod(NodeLowering& n) {
+  // fmod=0 is Python's remainder (the divisor's sign): MLX's Remainder. fmod=1 is C's fmod.
+  if (n.attr_int("fmod", 0) == 0 && !is_floating(n.in(0).dtype))
+    return binary_same_type<RemainderNode>(n);
+  keep_elementwise(n, n.in(0).dtype);
+}
+
+// Pow's exponent may have another type; the result has the base's type.
+void pow(NodeLowering& n) {
+  const Value& base = n.in(0);
+  const Value& exponent = n.in(1);
+  const Dims dims = broadcast_dims(base.dims, exponent.dims);
+  if (!is_floating(base.dtype) && is_floating(exponent.dtype)) {
+    const Tid b = n.cast(n.in_tensor(0), base.dtype, exponent.dtype);
+    const Tid p = n.binary<PowerNode>(b, n.in_tensor(1));
+    return n.set_output(0, n.cast(p, exponent.dtype, base.dtype), base.dtype, dims);
+  }
+  const Tid e = n.cast(n.in_tensor(1), exponent.dtype, base.dtype);
+  n.set_output(0, n.binary<PowerNode>(n.in_tensor(0), e), base.dtype, dims);
+}
+
+// Max, Min, Sum: variadic with multidirectional broadcasting.
+template <class N>
+Value fold_variadic(NodeLowering& n) {
+  Value acc = n.in(0);
+  Tid t = n.in_tensor(0);
+  for (size_t i = 1; i < n.num_inputs(); ++i) {
+    t = n.binary<N>(t, n.in_tensor(i));
+    acc.dims = broadcast_dims(acc.dims, n.in(i).dims);
+  }
+  return Lowering::runtime(t, acc.dtype, acc.dims);
+}
+
+template <class N>
+void variadic(NodeLowering& n) {
+  n.set_output(0, fold_variadic<N>(n));
+}
+
+void mean(NodeLowering& n) {
+  Value sum = fold_variadic<AddNode>(n);
+  const Tid count = n.scalar(static_cast<double>(n.num_inputs()), sum.dtype);
+  n.set_output(0, n.binary<DivideNode>(n.g.tensor(sum), count), sum.dtype, sum.dims);
+}
+
+void where(NodeLowering& n) {
+  const Tid out = n.g.new_temp();
+  n.g.emit(WhereNode{.condition = n.in_tensor(0), .x = n.in_tensor(1), .y = n.in_tensor(2), .out = out});
+  n.set_output(0, out, n.in(1).dtype,
+               broadcast_dims(n.in(0).dims, broadcast_dims(n.in(1).dims, n.in(2).dims)));
+}
+
+void not_op(NodeLowering& n) {
+  n.set_output(0, n.unary<LogicalNotNode>(n.in_tensor(0)), DType::Bool, n.in(0).dims);
+}
+
+void is_nan(NodeLowering& n) {
+  const Tid x = n.in_tensor(0);
+  n.set_output(0, n.binary<NotEqualNode>(x, x), DType::Bool, n.in(0).dims);
+}
+
+void is_inf(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const bool positive = n.attr_int("detect_positive", 1) != 0;
+  const bool negative = n.attr_int("detect_negative", 1) != 0;
+  const double inf = std::numeric_limits<double>::infinity();
+  Tid out;
+  if (positive && negative) out = n.binary<EqualNode>(n.unary<AbsNode>(x), n.scalar(inf, v.dtype));
+  else if (positive) out = n.binary<EqualNode>(x, n.scalar(inf, v.dtype));
+  else if (negative) out = n.binary<EqualNode>(x, n.scalar(-inf, v.dtype));
+  else out = full_like(n, x, 0, DType::Bool);
+  n.set_output(0, out, DType::Bool, v.dims);
+}
+
+// ---- activations ----
+
+// x where x >= 0 (or cond is false), else negative_part: the shape of most ReLU variants.
+Tid select_negative(NodeLowering& n, Tid x, DType t, Tid negative_part, bool inclusive_zero = false) {
+  const Tid zero = n.scalar(0, t);
+  const Tid is_negative = inclusive_zero ? n.binary<LessEqualNode>(x, zero) : n.binary<LessNode>(x, zero);
+  return where_op(n, is_negative, negative_part, x);
+}
+
+void relu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  n.set_output(0, n.binary<MaximumNode>(n.in_tensor(0), n.scalar(0, v.dtype)), v.dtype, v.dims);
+}
+
+void leaky_relu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const Tid scaled = n.binary<MultiplyNode>(x, n.scalar(n.attr_float("alpha", 0.01f), v.dtype));
+  n.set_output(0, select_negative(n, x, v.dtype, scaled), v.dtype, v.dims);
+}
+
+void prelu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const Tid scaled = n.binary<MultiplyNode>(x, n.in_tensor(1));
+  n.set_output(0, select_negative(n, x, v.dtype, scaled), v.dtype, broadcast_dims(v.dims, n.in(1).dims));
+}
+
+// alpha * (exp(x) - 1), the negative branch of Elu and Selu.
+Tid exp_minus_one(NodeLowering& n, Tid x, DType t, double alpha) {
+  return n.binary<MultiplyNode>(n.unary<Expm1Node>(x), n.scalar(alpha, t));
+}
+
+void elu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const Tid negative = exp_minus_one(n, x, v.dtype, n.attr_float("alpha", 1.0f));
+  n.set_output(0, select_negative(n, x, v.dtype, negative), v.dtype, v.dims);
+}
+
+void selu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const Tid negative = exp_minus_one(n, x, v.dtype, n.attr_float("alpha", 1.67326319217681884765625f));
+  const Tid inner = select_negative(n, x, v.dtype, negative, true);
+  const Tid gamma = n.scalar(n.attr_float("gamma", 1.05070102214813232421875f), v.dtype);
+  n.set_output(0, n.binary<MultiplyNode>(inner, gamma), v.dtype, v.dims);
+}
+
+void celu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const double alpha = n.attr_float("alpha", 1.0f);
+  const Tid zero = n.scalar(0, v.dtype);
+  const Tid scaled = n.binary<DivideNode>(x, n.scalar(alpha, v.dtype));
+  const Tid negative = n.binary<MinimumNode>(zero, exp_minus_one(n, scaled, v.dtype, alpha));
+  n.set_output(0, n.binary<AddNode>(n.binary<MaximumNode>(zero, x), negative), v.dtype, v.dims);
+}
+
+void thresholded_relu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const Tid above = n.binary<GreaterNode>(x, n.scalar(n.attr_float("alpha", 1.0f), v.dtype));
+  n.set_output(0, where_op(n, above, x, n.scalar(0, v.dtype)), v.dtype, v.dims);
+}
+
+Tid hard_sigmoid_of(NodeLowering& n, Tid x, DType t, double alpha, double beta) {
+  const Tid affine = n.binary<AddNode>(n.binary<MultiplyNode>(x, n.scalar(alpha, t)), n.scalar(beta, t));
+  return clip_op(n, affine, n.scalar(0, t), n.scalar(1, t));
+}
+
+void hard_sigmoid(NodeLowering& n) {
+  const Value& v = n.in(0);
+  n.set_output(0, hard_sigmoid_of(n, n.in_tensor(0), v.dtype, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)),
+               v.dtype, v.dims);
+}
+
+void hard_swish(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  n.set_output(0, n.binary<MultiplyNode>(x, hard_sigmoid_of(n, x, v.dtype, 1.0 / 6.0, 0.5)), v.dtype, v.dims);
+}
+
+Tid softplus_of(NodeLowering& n, Tid x, DType t) { return n.binary<LogAddExpNode>(x, n.scalar(0, t)); }
+
+void softplus(NodeLowering& n) {
+  const Value& v = n.in(0);
+  n.set_output(0, softplus_of(n, n.in_tensor(0), v.dtype), v.dtype, v.dims);
+}
+
+void softsign(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const Tid denominator = n.binary<AddNode>(n.unary<AbsNode>(x), n.scalar(1, v.dtype));
+  n.set_output(0, n.binary<DivideNode>(x, denominator), v.dtype, v.dims);
+}
+
+void mish(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  n.set_output(0, n.binary<MultiplyNode>(x, n.unary<TanhNode>(softplus_of(n, x, v.dtype))), v.dtype, v.dims);
+}
+
+void swish(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const Tid scaled = n.binary<MultiplyNode>(x, n.scalar(n.attr_float("alpha", 1.0f), v.dtype));
+  n.set_output(0, n.binary<MultiplyNode>(x, n.unary<SigmoidNode>(scaled)), v.dtype, v.dims);
+}
+
+void gelu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const std::string approximate = n.attr_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    n.fail("approximate \"none\" or \"tanh\", found \"" + approximate + "\"");
+  const Tid out = n.g.new_temp();
+  n.g.emit(GeluNode{.x = n.in_tensor(0), .out = out, .approximate = approximate});
+  n.set_output(0, out, v.dtype, v.dims);
+}
+
+void shrink(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid x = n.in_tensor(0);
+  const double lambd = n.attr_float("lambd", 0.5f), bias = n.attr_float("bias", 0.0f);
+  const Tid below = n.binary<LessNode>(x, n.scalar(-lambd, v.dtype));
+  const Tid above = n.binary<GreaterNode>(x, n.scalar(lambd, v.dtype));
+  const Tid shifted_up = n.binary<AddNode>(x, n.scalar(bias, v.dtype));
+  const Tid shifted_down = n.binary<SubtractNode>(x, n.scalar(bias, v.dtype));
+  const Tid upper = where_op(n, above, shifted_down, n.scalar(0, v.dtype));
+  n.set_output(0, where_op(n, below, shifted_up, upper), v.dtype, v.dims);
+}
+
+// Clip: bounds are attributes before opset 11, optional inputs after.
+void clip(NodeLowering& n) {
+  const Value& v = n.in(0);
+  std::optional<Tid> lo, hi;
+  if (n.opset < 11) {
+    if (n.attr("min")) lo = n.scalar(n.attr_float("min", 0), v.dtype);
+    if (n.attr("max")) hi = n.scalar(n.attr_float("max", 0), v.dtype);
+  } else {
+    if (n.has_input(1)) lo = n.in_tensor(1);
+    if (n.has_input(2)) hi = n.in_tensor(2);
+  }
+  const Tid out = n.g.new_temp();
+  n.g.emit(ClipNode{.x = n.in_tensor(0), .out = out, .a_min = lo, .a_max = hi});
+  n.set_output(0, out, v.dtype, v.dims);
+}
+
+void round(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Tid out = n.g.new_temp();
+  n.g.emit(RoundNode{.x = n.in_tensor(0), .out = out, .decimals = 0});
+  n.set_output(0, out, v.dtype, v.dims);
+}
+
+// ---- casts ----
+
+DType cast_target(NodeLowering& n, int32_t elem_type) {
+  const auto t = dtype_from_onnx(elem_type);
+  if (!t) n.unsupported("cast to " + onnx_type_name(elem_type));
+  return *t;
+}
+
+void cast_to(NodeLowering& n, DType to) {
+  const Value& v = n.in(0);
+  if (v.dtype == to) return n.set_output(0, v);
+  // Integer shape values stay known through casts between integer types.
+  if (v.elements && !is_floating(to) && to != DType::Bool) {
+    Value out = v;
+    out.dtype = to;
+    out.tid.reset();
+    out.constant.reset();
+    return n.set_output(0, out);
+  }
+  n.set_output(0, n.cast(n.in_tensor(0), v.dtype, to), to, v.dims);
+}
+
+void cast(NodeLowering& n) {
+  const pb::AttributeProto* to = n.attr("to");
+  if (!to) n.fail("attribute 'to'");
+  cast_to(n, cast_target(n, static_cast<int32_t>(to->i())));
+}
+
+void cast_like(NodeLowering& n) { cast_to(n, n.in(1).dtype); }
+
+void identity(NodeLowering& n) { n.set_output(0, n.in(0)); }
+
+// Dropout at inference is the identity; with training_mode (opset 12+) and a ratio it is random.
+void dropout(NodeLowering& n) {
+  const Value& v = n.in(0);
+  bool training = false;
+  if (n.opset >= 12 && n.has_input(2)) {
+    const auto mode = n.literal_ints_input(2, "training_mode");
+    training = !mode.empty() && mode[0] != 0;
+  }
+  if (training) {
+    double ratio = 0.5;
+    if (n.has_input(1)) {
+      const Value& r = n.in(1);
+      if (!r.constant) n.unsupported("a ratio known only at run time in training mode");
+      ratio = load_scalar(*r.constant);
+    }
+    if (ratio != 0) n.unsupported("training-mode dropout (random)");
+  }
+  n.set_output(0, v);
+  if (n.wants_output(1)) n.set_output(1, full_like(n, n.in_tensor(0), 1, DType::Bool), DType::Bool, v.dims);
+}
+
+}  // namespace
+
+void add_elementwise_rules(std::vector<OpRule>& r) {
+  auto add = [&](const char* op, LowerFn f, int since = 1) { r.push_back({"", op, since, f}); };
+  add("Abs", unary<AbsNode>);
+  add("Neg", unary<NegNode>);
+  add("Floor", unary<FloorNode>);
+  add("Ceil", unary<CeilNode>);
+  add("Round", round, 11);
+  add("Sqrt", unary<SqrtNode>);
+  add("Reciprocal", unary<ReciprocalNode>);
+  add("Exp", unary<ExpNode>);
+  add("Log", unary<LogNode>);
+  add("Sin", unary<SinNode>, 7);
+  add("Cos", unary<CosNode>, 7);
+  add("Tan", unary<TanNode>, 7);
+  add("Asin", unary<ArcsinNode>, 7);
+  add("Acos", unary<ArccosNode>, 7);
+  add("Atan", unary<ArctanNode>, 7);
+  add("Sinh", unary<SinhNode>, 9);
+  add("Cosh", unary<CoshNode>, 9);
+  add("Asinh", unary<ArcsinhNode>, 9);
+  add("Acosh", unary<ArccoshNode>, 9);
+  add("Atanh", unary<ArctanhNode>, 9);
+  add("Erf", unary<ErfNode>, 9);
+  add("Sigmoid", unary<SigmoidNode>);
+  add("Tanh", unary<TanhNode>);
+  add("Sign", unary<SignNode>, 9);
+  add("BitwiseNot", unary<BitwiseInvertNode>, 18);
+  add("Not", not_op);
+  add("IsNaN", is_nan, 9);
+  add("IsInf", is_inf, 10);
+  add("Add", binary_same_type<AddNode>, 7);
+  add("Sub", binary_same_type<SubtractNode>, 7);
+  add("Mul", binary_same_type<MultiplyNode>, 7);
+  add("Div", div, 7);
+  add("Mod", mod, 10);
+  add("Pow", pow, 7);
+  add("BitwiseAnd", binary_same_type<BitwiseAndNode>, 18);
+  add("BitwiseOr", binary_same_type<BitwiseOrNode>, 18);
+  add("BitwiseXor", binary_same_type<BitwiseXorNode>, 18);
+  add("Equal", comparison<EqualNode>, 7);
+  add("Less", comparison<LessNode>, 7);
+  add("LessOrEqual", comparison<LessEqualNode>, 12);
+  add("Greater", comparison<GreaterNode>, 7);
+  add("GreaterOrEqual", comparison<GreaterEqualNode>, 12);
+  add("And", comparison<LogicalAndNode>, 7);
+  add("Or", comparison<LogicalOrNode>, 7);
+  add("Xor", comparison<NotEqualNode>, 7);
+  add("Max", variadic<MaximumNode>, 8);
+  add("Min", variadic<MinimumNode>, 8);
+  add("Sum", variadic<AddNode>, 8);
+  add("Mean", mean, 8);
+  add("Where", where, 9);
+  add("Relu", relu);
+  add("LeakyRelu", leaky_relu);
+  add("PRelu", prelu, 7);
+  add("Elu", elu);
+  add("Selu", selu);
+  add("Celu", celu, 12);
+  add("ThresholdedRelu", thresholded_relu, 10);
+  add("HardSigmoid", hard_sigmoid);
+  add("HardSwish", hard_swish, 14);
+  add("Softplus", softplus);
+  add("Softsign", softsign);
+  add("Mish", mish, 18);
+  add("Swish", swish, 24);
+  add("Gelu", gelu, 20);
+  add("Shrink", shrink, 9);
+  add("Clip", clip, 6);
+  add("Cast", cast, 6);
+  add("CastLike", cast_like, 15);
+  add("Identity", identity);
+  add("Dropout", dropout, 7);
+}
+
+}  // namespace wgml::frontend::onnx

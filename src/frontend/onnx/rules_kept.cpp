@@ -1,0 +1,121 @@
+// ONNX ops without a faithful lowering to mlx nodes stay in the ai.onnx domain: their CPU kernels
+// (src/backend/cpu/onnx) implement ONNX's definition. The rules here check what can be checked at
+// load time and say what the outputs' dtypes and ranks are.
+#include <algorithm>
+
+#include "frontend/onnx/lowering.h"
+#include "frontend/onnx/rule_helpers.h"
+
+namespace wgml::frontend::onnx {
+namespace {
+
+Dims unknown(int rank) { return Dims(static_cast<size_t>(rank), kUnknownDim); }
+
+void same_as_input(NodeLowering& n) {
+  const Value& x = n.in(0);
+  keep(n, {x.dtype}, {x.dims});
+}
+
+void bit_shift(NodeLowering& n) {
+  const std::string direction = n.attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") n.fail("direction LEFT or RIGHT, found '" + direction + "'");
+  keep_elementwise(n, n.in(0).dtype);
+}
+
+void resize(NodeLowering& n) {
+  const Value& x = n.in(0);
+  const std::string mode = n.attr_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic" && mode != "bilinear")
+    n.fail("mode nearest, linear or cubic, found '" + mode + "'");
+  keep(n, {x.dtype}, {unknown(x.rank())});
+}
+
+void top_k(NodeLowering& n) {
+  const Value& x = n.in(0);
+  Dims dims = x.dims;
+  const int axis = n.axis(n.attr_int("axis", -1), x.rank());
+  if (n.opset < 10) {
+    dims[axis] = n.attr_int("k", 0);
+  } else if (auto k = n.g.literal_ints(n.in(1))) {
+    dims[axis] = (*k)[0];
+  } else {
+    dims[axis] = kUnknownDim;
+  }
+  keep(n, {x.dtype, DType::Int64}, {dims, dims});
+}
+
+void non_zero(NodeLowering& n) { keep(n, {DType::Int64}, {{static_cast<int64_t>(n.in(0).rank()), kUnknownDim}}); }
+
+void non_max_suppression(NodeLowering& n) { keep(n, {DType::Int64}, {{kUnknownDim, 3}}); }
+
+void compress(NodeLowering& n) {
+  const Value& x = n.in(0);
+  keep(n, {x.dtype}, {n.attr("axis") ? unknown(x.rank()) : unknown(1)});
+}
+
+void unique(NodeLowering& n) {
+  const Value& x = n.in(0);
+  const Dims y = n.attr("axis") ? unknown(x.rank()) : unknown(1);
+  keep(n, {x.dtype, DType::Int64, DType::Int64, DType::Int64}, {y, unknown(1), unknown(1), unknown(1)});
+}
+
+void gather_nd(NodeLowering& n) {
+  const Value& data = n.in(0);
+  const Value& indices = n.in(1);
+  const int64_t batch = n.attr_int("batch_dims", 0);
+  const int64_t last = indices.rank() > 0 ? indices.dims.back() : kUnknownDim;
+  if (last < 0) n.unsupported("indices whose last dim is known only at run time");
+  const int64_t rank = indices.rank() - 1 + data.rank() - last - batch;
+  if (rank < 0) n.fail("indices[-1] <= rank(data) - batch_dims");
+  keep(n, {data.dtype}, {unknown(static_cast<int>(rank))});
+}
+
+void grid_sample(NodeLowering& n) {
+  const Value& x = n.in(0);
+  const Value& grid = n.in(1);
+  Dims dims{x.dims[0], x.dims.size() > 1 ? x.dims[1] : kUnknownDim};
+  for (int d = 1; d + 1 < grid.rank(); ++d) dims.push_back(grid.dims[d]);
+  keep(n, {x.dtype}, {dims});
+}
+
+void roi_align(NodeLowering& n) {
+  const Value& x = n.in(0);
+  keep(n, {x.dtype}, {{n.in(1).dims[0], x.dims[1], n.attr_int("output_height", 1), n.attr_int("output_width", 1)}});
+}
+
+void einsum(NodeLowering& n) {
+  const std::string equation = n.attr_string("equation", "");
+  const auto arrow = equation.find("->");
+  if (arrow == std::string::npos) n.unsupported("an equation without an explicit output ('->')");
+  const std::string output = equation.substr(arrow + 2);
+  int rank = 0;
+  for (char c : output)
+    if (std::isalpha(static_cast<unsigned char>(c))) ++rank;
+  if (output.find("...") != std::string::npos) n.unsupported("ellipsis in the output of an Einsum equation");
+  keep(n, {n.in(0).dtype}, {unknown(rank)});
+}
+
+}  // namespace
+
+void add_kept_rules(std::vector<OpRule>& r) {
+  auto add = [&](const char* op, LowerFn f, int since = 1) { r.push_back({"", op, since, f}); };
+  add("BitShift", bit_shift, 11);
+  add("Resize", resize, 10);
+  add("Upsample", resize, 7);
+  add("TopK", top_k);
+  add("NonZero", non_zero, 9);
+  add("NonMaxSuppression", non_max_suppression, 10);
+  add("Compress", compress, 9);
+  add("Unique", unique, 11);
+  add("GatherND", gather_nd, 11);
+  add("ScatterElements", same_as_input, 11);
+  add("Scatter", same_as_input, 9);
+  add("ScatterND", same_as_input, 11);
+  add("CumProd", same_as_input, 26);
+  add("ReverseSequence", same_as_input, 10);
+  add("GridSample", grid_sample, 16);
+  add("RoiAlign", roi_align, 10);
+  add("Einsum", einsum, 12);
+}
+
+}  // namespace wgml::frontend::onnx

@@ -1,0 +1,115 @@
+#pragma once
+// GPU buffers by size class, reused once the GPU has finished the work that last used them.
+#include <cstdint>
+#include <map>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpu/device.h"
+
+namespace wgml::gpu {
+
+enum class BufferKind {
+  Storage,       // tensors: bound to kernels, copied to and from
+  Staging,       // upload staging: written by the queue, copied into storage buffers
+  Readback,      // mapped for reading on the CPU
+  QueryResolve,  // timestamp query results
+};
+
+// The buffer size a request of `bytes` gets: at least 256 bytes, then steps of a quarter of the
+// power of two below, so that a buffer is at most 25% larger than asked for.
+uint64_t size_class(uint64_t bytes);
+
+// A part of a buffer as a kernel binding or a copy sees it.
+struct BufferRange {
+  api::Buffer buffer = nullptr;
+  uint64_t id = 0;  // unique per buffer for the process; never reused (bind groups are keyed by it)
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+class BufferPool;
+
+// A new buffer id, unique in the process (buffers made outside a pool use these too).
+uint64_t next_buffer_id();
+
+// Maps the first `size` bytes of a Readback buffer for reading, waiting until the GPU work that
+// writes it has finished. The caller unmaps it.
+void map_for_reading(Device& device, api::Buffer buffer, uint64_t size, std::string_view op);
+
+// A buffer on loan from a BufferPool; going out of scope returns it. Move-only. The pool must
+// outlive its buffers.
+class PooledBuffer {
+ public:
+  PooledBuffer() = default;
+  PooledBuffer(PooledBuffer&& other) noexcept { *this = std::move(other); }
+  PooledBuffer& operator=(PooledBuffer&& other) noexcept;
+  ~PooledBuffer() { reset(); }
+
+  explicit operator bool() const { return pool_ != nullptr; }
+  api::Buffer handle() const { return handle_; }
+  uint64_t id() const { return id_; }
+  uint64_t size() const { return size_; }          // the bytes asked for, rounded up to 4
+  uint64_t capacity() const { return capacity_; }  // the buffer's real size (its size class)
+  BufferKind kind() const { return kind_; }
+  BufferRange range() const { return {handle_, id_, 0, size_}; }
+  BufferRange range(uint64_t offset, uint64_t size) const { return {handle_, id_, offset, size}; }
+  void reset();  // returns the buffer to the pool now
+
+ private:
+  friend class BufferPool;
+
+// Maps the first `size` bytes of a Readback buffer for reading, waiting until the GPU work that
+// writes it has finished. The caller unmaps it.
+void map_for_reading(Device& device, api::Buffer buffer, uint64_t size, std::string_view op);
+  BufferPool* pool_ = nullptr;
+  api::Buffer handle_ = nullptr;
+  uint64_t id_ = 0;
+  uint64_t size_ = 0;
+  uint64_t capacity_ = 0;
+  BufferKind kind_ = BufferKind::Storage;
+};
+
+class BufferPool {
+ public:
+  explicit BufferPool(Device& device) : device_(device) {}
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // A buffer of at least `bytes`. Storage requests above the device's
+  // maxStorageBufferBindingSize throw GpuError(TooLarge): such a tensor cannot be bound.
+  PooledBuffer acquire(uint64_t bytes, BufferKind kind, std::string_view op);
+
+  // Destroys the free buffers the GPU has finished with (their memory goes back to the device).
+  void trim();
+
+  struct Stats {
+    uint64_t created = 0;  // buffers made by the device
+    uint64_t reused = 0;   // requests served from the pool
+    uint64_t free_buffers = 0;
+    uint64_t bytes_allocated = 0;  // all buffers the pool made and has not destroyed
+  };
+  const Stats& stats() const { return stats_; }
+  Device& device() { return device_; }
+
+ private:
+  friend class PooledBuffer;
+  struct FreeBuffer {
+    api::Buffer handle;
+    uint64_t id;
+    uint64_t fence;  // submission that must finish before the buffer is reused
+  };
+  using ClassKey = std::pair<BufferKind, uint64_t>;
+
+  void give_back(PooledBuffer& buffer);
+  bool take_free(const ClassKey& key, PooledBuffer& out);
+  void destroy(api::Buffer handle, uint64_t capacity);
+
+  Device& device_;
+  std::map<ClassKey, std::vector<FreeBuffer>> free_;
+  Stats stats_;
+};
+
+}  // namespace wgml::gpu

@@ -1,0 +1,68 @@
+#pragma once
+// Compute pipelines compiled once per device and found again by a hash of what determines the
+// compiled code: the WGSL source, the entry point, the override constants and the bindings.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpu/device.h"
+
+namespace wgml::gpu {
+
+// How a kernel accesses the storage buffer at one binding.
+enum class Access { Read, ReadWrite };
+
+// A compute kernel's source and binding interface. Storage buffers are @group(0) @binding(0..n-1)
+// in the order of `bindings`; when params_size > 0 a uniform struct of that many bytes follows
+// at @binding(n), fed from the recorder's uniform ring (a dynamic offset, no buffer per dispatch).
+struct KernelSpec {
+  std::string label;  // names the kernel in errors
+  std::string wgsl;
+  std::string entry_point = "main";
+  std::vector<std::pair<std::string, double>> overrides;  // `override` constants by name
+  std::vector<Access> bindings;
+  uint32_t params_size = 0;
+
+  bool same_code(const KernelSpec& other) const;  // equal in everything but the label
+};
+
+// 64-bit FNV-1a over everything same_code() compares.
+uint64_t kernel_hash(const KernelSpec& spec);
+
+// A compiled kernel. Owned by the PipelineCache; valid as long as it is.
+struct Kernel {
+  KernelSpec spec;
+  uint64_t hash = 0;
+  api::ComputePipeline pipeline = nullptr;
+  api::BindGroupLayout bind_group_layout = nullptr;
+  api::PipelineLayout pipeline_layout = nullptr;
+};
+
+class PipelineCache {
+ public:
+  explicit PipelineCache(Device& device) : device_(device) {}
+  ~PipelineCache();
+  PipelineCache(const PipelineCache&) = delete;
+  PipelineCache& operator=(const PipelineCache&) = delete;
+
+  // The compiled kernel, compiling it on first use. Invalid WGSL or bindings that do not match
+  // the shader throw GpuError(Validation) with the implementation's message.
+  const Kernel& get(const KernelSpec& spec);
+
+  size_t size() const { return count_; }
+  uint64_t compiles() const { return compiles_; }
+
+ private:
+  std::unique_ptr<Kernel> compile(const KernelSpec& spec, uint64_t hash);
+  void release(Kernel& kernel);
+
+  Device& device_;
+  std::unordered_map<uint64_t, std::vector<std::unique_ptr<Kernel>>> kernels_;
+  size_t count_ = 0;
+  uint64_t compiles_ = 0;
+};
+
+}  // namespace wgml::gpu

@@ -1,0 +1,67 @@
+#pragma once
+// spec::Engine: loads kernel specs (validating them and their templates) and turns a request (the
+// op's tensors, attributes, a device) into a KernelPlan (spec/plan.h): matching and
+// typeConstraints, the spec's `when`, the applicable variant of highest priority, derived values,
+// bindings, the packed params struct, dispatch sizes, rendered WGSL, storage narrowing and view
+// aliasing. docs/kernels.md describes the format and these steps.
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spec/plan.h"
+#include "spec/spec.h"
+#include "spec/template.h"
+#include "spec/tunables.h"
+
+namespace wgml::spec {
+
+// What the engine needs to know of the GPU.
+struct DeviceCaps {
+  bool shader_f16 = false;
+  uint32_t max_workgroups_per_dimension = 65535;
+  uint64_t max_storage_binding_bytes = uint64_t{128} << 20;
+};
+
+struct TensorDesc {
+  DType dtype = DType::Float32;
+  Shape shape;
+};
+
+struct KernelRequest {
+  std::map<std::string, TensorDesc> inputs;   // by the spec's input name; absent optional inputs left out
+  std::map<std::string, TensorDesc> outputs;  // by name; computed from the spec's `shape` when left out
+  std::map<std::string, Value> attributes;    // absent ones take the spec's defaults
+  // (input, output) pairs the caller lets share one buffer: the in-place KV-cache update.
+  std::vector<std::pair<std::string, std::string>> may_alias;
+};
+
+class Engine {
+ public:
+  // `template_dir`: where the specs' shader templates (and their includes) live.
+  explicit Engine(std::string template_dir);
+
+  // Parses and validates a spec file and its templates (each exists and compiles; every name a
+  // template reads is defined for each pass that renders it). Throws wgml::Error naming the file.
+  std::shared_ptr<const KernelSpec> load(const std::string& spec_path);
+  // The same for a spec already parsed (parse_spec).
+  std::shared_ptr<const KernelSpec> add(KernelSpec spec);
+  // Loads every <dir>/<domain>/<Op>.json.
+  void load_directory(const std::string& specs_dir);
+  const KernelSpec* find(const std::string& domain, const std::string& op) const;
+
+  // Throws wgml::Error: InvalidArgument when the request does not match the spec (a missing or
+  // unknown input, a dtype outside typeConstraints, an attribute outside its constraints),
+  // Unsupported when the spec's `when` or every variant rejects it (naming the condition), Runtime
+  // when an expression fails.
+  KernelPlan plan(const KernelSpec& spec, const KernelRequest& request, const DeviceCaps& device,
+                  const TunableOverrides& tunables = {}) const;
+
+ private:
+  void attach_templates(KernelSpec& spec);
+  TemplateLibrary templates_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const KernelSpec>> specs_;
+};
+
+}  // namespace wgml::spec

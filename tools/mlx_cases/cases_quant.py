@@ -1,0 +1,165 @@
+"""Quantized nodes (affine at every bit width MLX supports, nvfp4, mxfp4, mxfp8), GatherMm,
+GatherQmm and RandomBits."""
+import mlx.core as mx
+
+from data import Data
+from program import Case, iv, scalar_type
+
+# (mode, bits, group size) combinations MLX quantizes.
+AFFINE = [(b, g) for b in (2, 3, 4, 5, 6, 8) for g in (32, 64, 128)]
+FP_MODES = [("nvfp4", 4, 16), ("mxfp4", 4, 32), ("mxfp8", 8, 32)]
+
+
+def quantize(w, mode, bits, group):
+    parts = mx.quantize(w, group_size=group, bits=bits, mode=mode)
+    return parts[0], parts[1], (parts[2] if mode == "affine" else None)
+
+
+def dequantize_cases():
+    d = Data("Dequantize")
+    out = []
+    for bits, group in AFFINE:
+        dtype = (mx.float32, mx.float16, mx.bfloat16)[bits % 3]
+        w = d.floats((3, 2 * group), dtype)
+        q, s, b = quantize(w, "affine", bits, group)
+        c = Case(f"affine_b{bits}_g{group}_{dtype}".replace("mlx.core.", ""))
+        iq, is_, ib = c.input(q), c.input(s), c.input(b)
+        c.node("DequantizeNode", w=iq, scales=is_, out=c.output(mx.dequantize(q, s, b, group, bits, mode="affine")),
+               biases=ib, group_size=group, bits=bits, mode="affine")
+        out.append(c)
+    for mode, bits, group in FP_MODES:
+        for name, dtype in (("default_dtype", None), ("to_f32", mx.float32), ("to_f16", mx.float16)):
+            w = d.floats((2, 4 * group), mx.float32, -6, 6)
+            q, s, _ = quantize(w, mode, bits, group)
+            c = Case(f"{mode}_{name}")
+            iq, is_ = c.input(q), c.input(s)
+            expected = mx.dequantize(q, s, None, group, bits, mode=mode, dtype=dtype)
+            c.node("DequantizeNode", w=iq, scales=is_, out=c.output(expected), group_size=group, bits=bits, mode=mode,
+                   dtype=scalar_type(dtype) if dtype is not None else None)
+            out.append(c)
+    w = d.floats((2, 64), mx.float32, -6, 6)
+    gs = mx.array([0.75], mx.float32)
+    q, s = mx.quantize(w, group_size=16, bits=4, mode="nvfp4", global_scale=gs)[:2]
+    c = Case("nvfp4_global_scale")
+    iq, is_, ig = c.input(q), c.input(s), c.input(gs)
+    c.node("DequantizeNode", w=iq, scales=is_, out=c.output(mx.dequantize(q, s, None, 16, 4, mode="nvfp4", global_scale=gs)),
+           group_size=16, bits=4, mode="nvfp4", global_scale=ig)
+    out.append(c)
+    return out
+
+
+def qmm_configs():
+    return ([("affine", b, g) for b, g in ((4, 64), (3, 32), (8, 128), (2, 32), (5, 64), (6, 32))] +
+            FP_MODES)
+
+
+def quantized_matmul_cases():
+    d = Data("QuantizedMatmul")
+    out = []
+    for i, (mode, bits, group) in enumerate(qmm_configs()):
+        transpose = i % 3 != 1
+        dtype = (mx.float32, mx.float16, mx.bfloat16)[i % 3] if mode == "affine" else mx.float32
+        K, N = 2 * max(group, 32), 5
+        w = d.floats((N, K) if transpose else (K, N * 8), dtype, -1, 1)
+        if not transpose:
+            w = d.floats((K, 2 * group), dtype, -1, 1)
+        q, s, b = quantize(w, mode, bits, group)
+        x = d.floats((2, 3, K) if transpose else (3, K), dtype, -1, 1)
+        expected = mx.quantized_matmul(x, q, s, b, transpose=transpose, group_size=group, bits=bits, mode=mode)
+        c = Case(f"{mode}_b{bits}_g{group}_{'t' if transpose else 'n'}")
+        ix, iq, is_ = c.input(x), c.input(q), c.input(s)
+        ib = c.input(b) if b is not None else None
+        c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), biases=ib, group_size=group,
+               bits=bits, mode=mode, transpose=transpose)
+        out.append(c)
+    return out
+
+
+def gather_mm_cases():
+    d = Data("GatherMm")
+    out = []
+    for name, ashape, bshape, lhs, rhs, flag in (
+            ("rhs_experts", (4, 1, 3), (3, 3, 2), None, [2, 0, 0, 1], None),
+            ("lhs_and_rhs", (2, 2, 4), (3, 4, 5), [1, 0, 1], [0, 2, 1], None),
+            ("no_indices_batched", (2, 3, 4), (2, 4, 2), None, None, None),
+            ("sorted_flag", (3, 1, 4), (2, 4, 3), None, [0, 0, 1], 1),
+            ("many_experts", (2, 2, 8), (4, 8, 3), None, [3, 1], None)):
+        dtype = mx.float16 if name == "f16" else mx.float32
+        a, b = d.floats(ashape, dtype), d.floats(bshape, dtype)
+        li = mx.array(lhs, mx.uint32) if lhs is not None else None
+        ri = mx.array(rhs, mx.uint32) if rhs is not None else None
+        c = Case(name)
+        ia, ib = c.input(a), c.input(b)
+        il = c.input(li) if li is not None else None
+        ir = c.input(ri) if ri is not None else None
+        c.node("GatherMmNode", a=ia, b=ib, out=c.output(mx.gather_mm(a, b, li, ri, sorted_indices=bool(flag))),
+               lhs_indices=il, rhs_indices=ir, sorted_indices_flag=iv(flag) if flag is not None else None)
+        out.append(c)
+    return out
+
+
+def gather_qmm_cases():
+    d = Data("GatherQmm")
+    out = []
+    for name, mode, bits, group, transpose, lhs, rhs in (
+            ("affine4_experts", "affine", 4, 64, True, None, [1, 0, 2]),
+            ("affine8_not_transposed", "affine", 8, 32, False, None, [0, 1]),
+            ("affine3_lhs_rhs", "affine", 3, 32, True, [1, 0], [2, 2]),
+            ("nvfp4", "nvfp4", 4, 16, True, None, [0, 2, 1]),
+            ("mxfp8", "mxfp8", 8, 32, True, None, [1, 1]),
+            ("mxfp4", "mxfp4", 4, 32, True, None, [2, 0])):
+        E, K, N = 3, 64, 6
+        w = d.floats((E, N, K) if transpose else (E, K, 64), mx.float32, -1, 1)
+        q, s, b = quantize(w, mode, bits, group)
+        batch = len(rhs)
+        x = d.floats((batch if lhs is None else 2, 1, K), mx.float32, -1, 1)
+        li = mx.array(lhs, mx.uint32) if lhs is not None else None
+        ri = mx.array(rhs, mx.uint32)
+        expected = mx.gather_qmm(x, q, s, b, li, ri, transpose=transpose, group_size=group, bits=bits, mode=mode)
+        c = Case(name)
+        ix, iq, is_ = c.input(x), c.input(q), c.input(s)
+        ib = c.input(b) if b is not None else None
+        il = c.input(li) if li is not None else None
+        ir = c.input(ri)
+        c.node("GatherQmmNode", x=ix, w=iq, scales=is_, out=c.output(expected), mode=mode, biases=ib, lhs_indices=il,
+               rhs_indices=ir, transpose=transpose, group_size=group, bits=bits)
+        out.append(c)
+    return out
+
+
+def random_bits(shape, width, seed):
+    """MLX's random::bits(shape, width, key(seed)). The Python API has no `bits`; `split(key, n)` is
+    bits({n, 2}) with the same per-key word layout, so any shape whose byte count is a multiple of
+    8 reads off a split's words."""
+    key = mx.random.key(seed % 2**64)
+    numel = 1
+    for n in shape:
+        numel *= n
+    nbytes = numel * width
+    assert nbytes % 8 == 0, "the MLX Python API reaches even word counts only"
+    words = mx.random.split(key, nbytes // 8).reshape(-1) if nbytes else mx.zeros((0,), mx.uint32)
+    dtype = {1: mx.uint8, 2: mx.uint16, 4: mx.uint32}[width]
+    return words.view(dtype).reshape(shape)
+
+
+def random_bits_cases():
+    out = []
+    for name, shape, width, seed in (("u32_seed0", [4], 4, 0), ("u32_2d", [3, 6], 4, 42), ("u8", [2, 8], 1, 7),
+                                     ("negative_seed", [2], 4, -5), ("large_key", [64], 4, 123456789),
+                                     ("empty", [0, 3], 4, 1)):
+        c = Case(name)
+        s = c.int_input(seed)
+        expected = random_bits(shape, width, seed)
+        c.node("RandomBitsNode", out=c.output(expected), shape=[iv(n) for n in shape], seed=s, width=width)
+        out.append(c)
+    return out
+
+
+def cases():
+    return {
+        "DequantizeNode": dequantize_cases(),
+        "QuantizedMatmulNode": quantized_matmul_cases(),
+        "GatherMmNode": gather_mm_cases(),
+        "GatherQmmNode": gather_qmm_cases(),
+        "RandomBitsNode": random_bits_cases(),
+    }

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Runs the ONNX backend node tests through `wgml run` and reports per-op pass/fail/unsupported.
+
+    .venv/bin/python tools/onnx/run_conformance.py --wgml build/tools/cli/wgml --tests DIR \\
+        [--summary docs/onnx-conformance.md] [--min-pass-rate 0.85] [--jobs 2] [--filter REGEX]
+
+DIR is what generate_node_tests.py wrote. Each test's inputs are passed as `--input NAME=input_i.pb`
+(ONNX TensorProto files); outputs come back as .npy and are compared with output_i.pb using the
+test's tolerances (|got - expected| <= atol + rtol * |expected|, NaN equal to NaN; integers and
+bools exactly). Out of scope, and not counted: training-domain tests, tests with string or
+sequence-typed inputs or outputs. A test is "unsupported" when wgml refuses the model at load time
+with an Unsupported error (the message names the op, opset or dtype), and "fail" otherwise.
+"""
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+OUT_OF_SCOPE_DOMAINS = {"ai.onnx.preview.training"}
+OUT_OF_SCOPE_KINDS = {"STRING", "sequence_type"}
+
+
+def scope_reason(test):
+    if OUT_OF_SCOPE_DOMAINS & set(test["domains"]):
+        return "training domain"
+    kinds = set(test["inputs"]) | set(test["outputs"])
+    if "STRING" in kinds:
+        return "string tensors"
+    if "sequence_type" in kinds:
+        return "sequence types"
+    return None
+
+
+def tested_op(name, tests):
+    """The op a test is about: its single op, or for a function-body expansion its twin's op."""
+    test = tests[name]
+    if len(test["ops"]) == 1:
+        return test["ops"][0]
+    twin = re.sub(r"_expanded(_ver\d+)?$", r"\1", name)
+    if twin != name and twin in tests and len(tests[twin]["ops"]) == 1:
+        return tests[twin]["ops"][0] + " (expanded)"
+    return "(multi-node)"
+
+
+def to_comparable(array):
+    """float32/float64 for floats (bfloat16 arrives as raw uint16 bits), else the array."""
+    if array.dtype.kind == "V" or str(array.dtype) == "bfloat16":
+        array = array.view(np.uint16)
+    return array
+
+
+def bf16_bits_to_float(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def compare(got, expected, rtol, atol, expected_type):
+    if expected_type == "BFLOAT16":
+        expected = bf16_bits_to_float(np.asarray(expected).view(np.uint16))
+        got = bf16_bits_to_float(got.view(np.uint16))
+    if got.shape != expected.shape:
+        return f"shape {list(got.shape)}, expected {list(expected.shape)}"
+    if expected.dtype.kind in "biu" or expected.dtype == np.bool_:
+        if got.dtype != expected.dtype:
+            return f"dtype {got.dtype}, expected {expected.dtype}"
+        bad = np.nonzero(got != expected)
+        if bad[0].size:
+            i = tuple(b[0] for b in bad)
+            return f"{bad[0].size} of {got.size} elements differ (first at {list(i)}: {got[i]} vs {expected[i]})"
+        return None
+    if got.dtype != expected.dtype and not (expected_type == "BFLOAT16"):
+        return f"dtype {got.dtype}, expected {expected.dtype}"
+    g = got.astype(np.float64)
+    e = expected.astype(np.float64)
+    both_nan = np.isnan(g) & np.isnan(e)
+    same_inf = np.isinf(e) & (g == e)
+    ok = both_nan | same_inf | (np.abs(g - e) <= atol + rtol * np.abs(e))
+    if not ok.all():
+        bad = np.nonzero(~ok)
+        i = tuple(b[0] for b in bad)
+        return f"{bad[0].size} of {g.size} elements off (first at {list(i)}: {g[i]} vs {e[i]})"
+    return None
+
+
+def first_error_line(stderr):
+    for line in stderr.splitlines():
+        if "error" in line:
+            return line.strip()
+    return stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
+
+
+def run_test(name, test, args):
+    from onnx import TensorProto, numpy_helper
+    directory = os.path.join(args.tests, name)
+    data = os.path.join(directory, "test_data_set_0")
+    with tempfile.TemporaryDirectory(prefix="wgml_onnx_") as out:
+        command = [args.wgml, "run", os.path.join(directory, "model.onnx"), "--output-dir", out,
+                   "--device", args.device]
+        for i, input_name in enumerate(test["input_names"]):
+            command += ["--input", f"{input_name}={os.path.join(data, f'input_{i}.pb')}"]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return "fail", f"timed out after {args.timeout}s"
+        if proc.returncode != 0:
+            message = first_error_line(proc.stderr)
+            if "[unsupported]" in message or "[Unsupported]" in message:
+                return "unsupported", message
+            return "fail", message
+        for i, output_name in enumerate(test["output_names"]):
+            expected_proto = TensorProto()
+            with open(os.path.join(data, f"output_{i}.pb"), "rb") as f:
+                expected_proto.ParseFromString(f.read())
+            expected = to_comparable(numpy_helper.to_array(expected_proto))
+            path = os.path.join(out, f"{output_name}.npy")
+            if not os.path.exists(path):
+                return "fail", f"output '{output_name}' was not written"
+            got = np.load(path)
+            problem = compare(got, expected, test["rtol"], test["atol"], test["outputs"][i])
+            if problem:
+                return "fail", f"output '{output_name}': {problem}"
+    return "pass", ""
+
+
+def write_summary(path, results, tests, args, seconds):
+    per_op = collections.defaultdict(collections.Counter)
+    for name, (status, _) in results.items():
+        per_op[tested_op(name, tests)][status] += 1
+    totals = collections.Counter(status for status, _ in results.values())
+    in_scope = totals["pass"] + totals["fail"] + totals["unsupported"]
+    rate = totals["pass"] / in_scope if in_scope else 0.0
+    lines = [
+        "# ONNX backend node tests on wgml",
+        "",
+        "Generated by `tools/onnx/run_conformance.py` (do not edit by hand). The tests are the node",
+        f"test cases of the onnx {args.onnx_version} wheel, written out by",
+        "`tools/onnx/generate_node_tests.py`, run through `wgml run` on the "
+        f"`{args.device}` backend.",
+        "Out of scope: training-domain tests and tests with string or sequence-typed inputs or outputs.",
+        "",
+        f"**{totals['pass']} of {in_scope} in-scope tests pass ({100 * rate:.1f}%)**; "
+        f"{totals['fail']} fail, {totals['unsupported']} are refused at load as unsupported, "
+        f"{totals['out of scope']} are out of scope. Wall time {seconds:.0f} s.",
+        "",
+        "| op | pass | fail | unsupported | out of scope |",
+        "|---|---|---|---|---|",
+    ]
+    for op in sorted(per_op):
+        c = per_op[op]
+        lines.append(f"| {op} | {c['pass']} | {c['fail']} | {c['unsupported']} | {c['out of scope']} |")
+    lines += ["", "## Tests that do not pass, by cause", ""]
+    for status in ("fail", "unsupported", "out of scope"):
+        names = sorted(n for n, (s, _) in results.items() if s == status)
+        if not names:
+            continue
+        lines.append(f"### {status} ({len(names)})")
+        lines.append("")
+        for n in names:
+            lines.append(f"- `{n}`: {results[n][1]}")
+        lines.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wgml", required=True, help="the wgml executable")
+    parser.add_argument("--tests", required=True, help="directory written by generate_node_tests.py")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per test")
+    parser.add_argument("--filter", default="", help="regex on test names")
+    parser.add_argument("--summary", help="write the markdown summary here")
+    parser.add_argument("--min-pass-rate", type=float, default=0.0,
+                        help="exit 1 when fewer in-scope tests pass (a fraction)")
+    args = parser.parse_args()
+
+    with open(os.path.join(args.tests, "manifest.json")) as f:
+        manifest = json.load(f)
+    args.onnx_version = manifest["onnx_version"]
+    tests = manifest["tests"]
+    names = sorted(n for n in tests if re.search(args.filter, n))
+    start = time.time()
+    results = {}
+    runnable = []
+    for name in names:
+        reason = scope_reason(tests[name])
+        if reason:
+            results[name] = ("out of scope", reason)
+        else:
+            runnable.append(name)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(run_test, n, tests[n], args): n for n in runnable}
+        for future in concurrent.futures.as_completed(futures):
+            results[futures[future]] = future.result()
+    seconds = time.time() - start
+
+    per_op = collections.defaultdict(collections.Counter)
+    for name, (status, _) in results.items():
+        per_op[tested_op(name, tests)][status] += 1
+    for op in sorted(per_op):
+        c = per_op[op]
+        print(f"{op:40s} pass {c['pass']:3d}  fail {c['fail']:3d}  unsupported {c['unsupported']:3d}"
+              f"  out of scope {c['out of scope']:3d}")
+    totals = collections.Counter(status for status, _ in results.values())
+    in_scope = totals["pass"] + totals["fail"] + totals["unsupported"]
+    rate = totals["pass"] / in_scope if in_scope else 0.0
+    print(f"\n{totals['pass']} / {in_scope} in-scope tests pass ({100 * rate:.1f}%), {totals['fail']} fail, "
+          f"{totals['unsupported']} unsupported, {totals['out of scope']} out of scope; {seconds:.0f} s")
+    if args.summary:
+        write_summary(args.summary, results, tests, args, seconds)
+    if rate < args.min_pass_rate:
+        print(f"pass rate {rate:.3f} is below the required {args.min_pass_rate}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
