@@ -54,4 +54,8 @@ if ! cmp -s "$onnx_wheel_proto" "$onnx_proto"; then
   mkdir -p "$(dirname "$onnx_proto")"
   cp "$onnx_wheel_proto" "$onnx_proto"
 fi
+
+# wgpu-native, the WebGPU implementation wgml opens at run time, from the PyPI wheel `wgpu` into
+# .cache/webgpu (the build records its path there; nothing is fetched when it is already present).
+"$repo/tools/webgpu/fetch_webgpu.sh" >/dev/null
 log "ready"

@@ -153,9 +153,10 @@ void BufferPool::give_back(PooledBuffer& buffer) {
 void BufferPool::trim() {
   const uint64_t completed = device_.completed();
   for (auto& [key, buffers] : free_) {
+    const uint64_t capacity = key.second;
     std::erase_if(buffers, [&](const FreeBuffer& b) {
       if (b.fence > completed) return false;
-      destroy(b.handle, key.second);
+      destroy(b.handle, capacity);
       --stats_.free_buffers;
       return true;
     });

@@ -279,10 +279,17 @@ size_t choose_adapter(const std::vector<AdapterDescription>& adapters, std::stri
 Device::Device(const DeviceOptions& options)
     : library_(&webgpu_library()), state_(std::make_unique<State>()) {
   open_adapter(options);
-  open_device(options);
+  try {
+    open_device(options);
+  } catch (...) {
+    release();  // the destructor does not run for a constructor that throws
+    throw;
+  }
 }
 
-Device::~Device() {
+Device::~Device() { release(); }
+
+void Device::release() noexcept {
   const auto& f = fn();
   drain();
   if (queue_) f.QueueRelease(queue_);
@@ -304,11 +311,12 @@ void Device::open_adapter(const DeviceOptions& options) {
 std::vector<api::FeatureName> Device::wanted_features(const DeviceOptions& options) {
   api::SupportedFeatures supported{};
   fn().AdapterGetFeatures(adapter_handle_, &supported);
-  offered_features_.assign(supported.features, supported.features + supported.featureCount);
+  const std::vector<api::FeatureName> offered_features(
+      supported.features, supported.features + supported.featureCount);
   fn().SupportedFeaturesFreeMembers(supported);
   auto offered = [&](api::FeatureName f) {
-    return std::find(offered_features_.begin(), offered_features_.end(), f) !=
-           offered_features_.end();
+    return std::find(offered_features.begin(), offered_features.end(), f) !=
+           offered_features.end();
   };
   std::vector<api::FeatureName> wanted;
   auto want = [&](api::FeatureName f) {

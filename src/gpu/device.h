@@ -121,6 +121,7 @@ class Device {
   void open_device(const DeviceOptions& options);
   std::vector<api::FeatureName> wanted_features(const DeviceOptions& options);
   void pump_events(bool block);
+  void release() noexcept;
 
   const WebGpuLibrary* library_;
   std::unique_ptr<State> state_;
@@ -131,7 +132,6 @@ class Device {
   AdapterDescription adapter_;
   api::Limits limits_{};
   DeviceFeatures features_;
-  std::vector<api::FeatureName> offered_features_;
   bool unsubmitted_work_ = false;
   // Submissions not yet known to be finished, with the implementation's index for DevicePoll.
   std::deque<std::pair<uint64_t, api::SubmissionIndex>> in_flight_;

@@ -98,8 +98,9 @@ void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffe
   if (op_passes) end_pass();
 
   note_op(op);
+  ++dispatches_recorded_;
   if (options_.policy == SubmitPolicy::EveryNDispatches &&
-      ++dispatches_recorded_ >= options_.dispatches_per_submit)
+      dispatches_recorded_ >= options_.dispatches_per_submit)
     submit();
 }
 
@@ -115,17 +116,18 @@ void Recorder::check_bindings(const Kernel& kernel, std::span<const BufferRange>
   const api::Limits& limits = device_.limits();
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferRange& b = buffers[i];
-    const std::string where = "binding " + std::to_string(i) + " of kernel '" + spec.label + "'";
+    // Built only for a message: this loop runs for every dispatch.
+    auto where = [&] { return "binding " + std::to_string(i) + " of kernel '" + spec.label + "'"; };
     if (!b.buffer || b.size == 0 || b.size % 4 != 0)
-      invalid(op, where + " needs a buffer and a size that is a positive multiple of 4 (size " +
+      invalid(op, where() + " needs a buffer and a size that is a positive multiple of 4 (size " +
                       std::to_string(b.size) + ")");
     if (b.offset % limits.minStorageBufferOffsetAlignment != 0)
-      invalid(op, where + ": offset " + std::to_string(b.offset) +
+      invalid(op, where() + ": offset " + std::to_string(b.offset) +
                       " is not a multiple of minStorageBufferOffsetAlignment (" +
                       std::to_string(limits.minStorageBufferOffsetAlignment) + ")");
     if (b.size > limits.maxStorageBufferBindingSize)
       throw GpuError(GpuErrorKind::TooLarge, op,
-                     where + ": " + std::to_string(b.size) +
+                     where() + ": " + std::to_string(b.size) +
                          " bytes is above maxStorageBufferBindingSize (" +
                          std::to_string(limits.maxStorageBufferBindingSize) + ")");
     for (size_t j = 0; j < i; ++j)

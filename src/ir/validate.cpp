@@ -187,11 +187,24 @@ class Validator {
     }
   }
 
+  // MetalKernelNode carries raw Metal source: it has no portable meaning, and no backend runs it.
+  void reject_metal_kernel(uint32_t c, size_t i, const Instruction& instruction) const {
+    const Node* node = as_node(instruction);
+    const auto* kernel = node ? std::get_if<MetalKernelNode>(node) : nullptr;
+    if (!kernel) return;
+    throw Error(ErrorCode::Unsupported,
+                source_ + ": chain " + std::to_string(c) + ", instruction " + std::to_string(i) +
+                    ": MetalKernelNode '" + kernel->name +
+                    "' runs raw Metal source, which wgml cannot execute; expected a program "
+                    "without custom Metal kernels");
+  }
+
   void check_chain_slots(uint32_t c) const {
     const bool is_init = static_cast<int64_t>(c) == p_.init_chain_idx;
     const auto& instructions = p_.chains[c].instructions;
     for (size_t i = 0; i < instructions.size(); ++i) {
       const Instruction& node = instructions[i];
+      reject_metal_kernel(c, i, node);
       visit_slots(
           node,
           [&](Tid t, FieldRole role, std::string_view field) {

@@ -1,7 +1,11 @@
 #pragma once
 // The slot state one program execution works on: tensor slots, value slots, and operand
 // resolution with the MLX runtime's rules. Kernels read inputs and write outputs through it.
+#include <memory>
 #include <string>
+#include <typeindex>
+#include <typeinfo>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -38,10 +42,20 @@ class ExecContext {
   // Optional Tid fields.
   const Tensor* optional_tensor(const std::optional<ir::Tid>& t) const;
 
+  // Off-graph state a kernel keeps across run() calls of this program (an UpdateAndAttend KV
+  // cache, an unseeded random key sequence): one default-constructed object per type.
+  template <class T>
+  T& persistent_state() {
+    auto& slot = persistent_[std::type_index(typeid(T))];
+    if (!slot) slot = std::make_shared<T>();
+    return *std::static_pointer_cast<T>(slot);
+  }
+
  private:
   const ir::Program& program_;
   std::vector<Tensor> tensors_;
   std::vector<ScalarValue> values_;
+  std::unordered_map<std::type_index, std::shared_ptr<void>> persistent_;
 };
 
 // Kernels report bad operands with this; the executor adds the chain, instruction and node.

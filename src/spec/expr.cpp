@@ -332,7 +332,7 @@ Value fn_f32(const Call& c) {
   if (!v.is_number()) c.fail(std::string("needs a number, not a ") + kind_name(v.kind()));
   const double d = v.as_number();
   if (!std::isfinite(d) || std::fabs(d) > 3.4028234663852886e38) c.fail(v.to_text() + " is not a finite f32");
-  return Value(format_float(static_cast<double>(static_cast<float>(d))) + "f");
+  return Value(format_float32(static_cast<float>(d)) + "f");
 }
 
 Value fn_reverse(const Call& c) {

@@ -59,12 +59,7 @@ class Compiler {
   NodeList run() {
     split();
     size_t next = 0;
-    NodeList body = block(next, {});
-    if (next != pieces_.size()) {
-      const Piece& p = pieces_[next];
-      fail(p.offset, "'" + first_word(p.text) + "' without an open block");
-    }
-    return body;
+    return block(next, {});
   }
 
  private:
@@ -146,9 +141,12 @@ class Compiler {
     NodeList nodes;
     while (next < pieces_.size()) {
       const Piece& piece = pieces_[next];
-      if (piece.type == Piece::Type::Statement &&
-          std::find(terminators.begin(), terminators.end(), first_word(piece.text)) != terminators.end())
-        return nodes;
+      if (piece.type == Piece::Type::Statement) {
+        const std::string word = first_word(piece.text);
+        if (std::find(terminators.begin(), terminators.end(), word) != terminators.end()) return nodes;
+        if (word == "elif" || word == "else" || word == "endif" || word == "endfor")
+          fail(piece.offset, "'" + word + "' without an open block");
+      }
       ++next;
       nodes.push_back(node(piece, next));
     }

@@ -31,7 +31,10 @@ bool Value::truthy() const {
   return false;
 }
 
-std::string format_float(double v) {
+namespace {
+
+template <class F>
+std::string shortest_text(F v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   char buf[64];
@@ -40,6 +43,11 @@ std::string format_float(double v) {
   if (text.find_first_of(".e") == std::string::npos) text += ".0";
   return text;
 }
+
+}  // namespace
+
+std::string format_float(double v) { return shortest_text(v); }
+std::string format_float32(float v) { return shortest_text(v); }
 
 namespace {
 

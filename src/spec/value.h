@@ -70,5 +70,7 @@ class Value {
 const char* kind_name(Value::Kind kind);
 // The shortest decimal that reads back as `v`, always with a '.' or an exponent.
 std::string format_float(double v);
+// The same for the float nearest `v`: the shortest decimal that reads back as that float.
+std::string format_float32(float v);
 
 }  // namespace wgml::spec

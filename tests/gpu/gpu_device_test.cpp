@@ -169,6 +169,28 @@ TEST_F(GpuDeviceTest, BufferIsReusedOnlyAfterTheGpuFinishedWithIt) {
   EXPECT_EQ(values_of<float>(recorder.read(y2.range(), "read")), std::vector<float>(n, 21.0f));
 }
 
+TEST_F(GpuDeviceTest, TrimDestroysOnlyFreeBuffersTheGpuFinishedWith) {
+  BufferPool local(device());
+  Recorder recorder(device(), local, {SubmitPolicy::OncePerRun});
+  PooledBuffer kept = local.acquire(1000, BufferKind::Storage, "test");     // class 1024
+  PooledBuffer in_use = local.acquire(4000, BufferKind::Storage, "test");   // class 4096
+  EXPECT_EQ(local.stats().created, 2u);
+  EXPECT_EQ(local.stats().bytes_allocated, 1024u + 4096u);
+  const BufferRange bindings[] = {in_use.range()};
+  recorder.dispatch(count(), bindings, {}, 1, "count");
+  in_use.reset();  // released while its dispatch is still unsubmitted
+  local.trim();
+  EXPECT_EQ(local.stats().free_buffers, 1u);  // not destroyed: the GPU has not run it yet
+  recorder.finish();
+  local.trim();
+  EXPECT_EQ(local.stats().free_buffers, 0u);
+  EXPECT_EQ(local.stats().bytes_allocated, 1024u);
+  kept.reset();
+  PooledBuffer again = local.acquire(1000, BufferKind::Storage, "test");
+  EXPECT_EQ(local.stats().reused, 1u);
+  EXPECT_EQ(local.stats().created, 2u);
+}
+
 TEST_F(GpuDeviceTest, BuffersCycledThroughManySubmitsKeepTheirData) {
   // Every step takes an input from the pool, writes it, runs a kernel and gives it back while
   // the GPU may still be working; each step's output must still come from its own input.

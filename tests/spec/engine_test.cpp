@@ -20,7 +20,7 @@ using testing::error_of;
 
 // y = x * factor: one variant, one pass.
 Json scale_spec() {
-  return Json::parse(R"({
+  return Json::parse(R"json({
     "domain": "test", "name": "Scale",
     "inputs": { "x": { "dtype": "T" } },
     "outputs": { "y": { "dtype": "T", "shape": "shapes.x" } },
@@ -34,7 +34,7 @@ Json scale_spec() {
     "variants": [ { "id": "main", "passes": [ {
       "id": "run", "shader": "scale.wgsl.jinja", "bindings": ["x", "y", "params"],
       "dispatch": { "workgroups": "ceilDiv(numel(shapes.x), tunables.WG)" } } ] } ]
-  })");
+  })json");
 }
 
 const char* kScaleTemplate = R"({% include "common/prelude.wgsl.jinja" %}

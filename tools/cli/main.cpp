@@ -4,8 +4,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/cpu_backend.h"
 #include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"
+#include "runtime/executor.h"
 #include "io/npy.h"
 #include "spec_command.h"
 #include "wgml/error.h"
@@ -97,6 +99,28 @@ int run(const RunArgs& args) {
   return 0;
 }
 
+// Every op of every domain with its support per backend: the IR's nodes (domain "mlx") and the
+// ONNX ops a backend keeps in their own domain. A node runs on a backend when the backend has a
+// kernel for it or the executor runs it itself (control flow, value arithmetic, copies).
+int list_ops(bool json) {
+  const wgml::backend::cpu::CpuBackend cpu;
+  nlohmann::json ops = nlohmann::json::array();
+  for (size_t id = 1; id < wgml::ir::kNodeNames.size(); ++id) {
+    const bool on_cpu = cpu.kernels().find(id) || wgml::runtime::Executor::handles_natively(id);
+    ops.push_back({{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id}, {"support", {{"cpu", on_cpu}}}});
+  }
+  for (const auto& [key, kernel] : cpu.kernels().onnx_kernels())
+    ops.push_back({{"domain", key.first}, {"op", key.second}, {"support", {{"cpu", true}}}});
+  if (json) {
+    std::cout << nlohmann::json{{"backends", {"cpu"}}, {"ops", ops}}.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& op : ops)
+    std::cout << op["domain"].get<std::string>() << "\t" << op["op"].get<std::string>() << "\tcpu: "
+              << (op["support"]["cpu"].get<bool>() ? "yes" : "no") << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,12 +141,17 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy here");
   run_cmd->add_option("--constants", run_args.constants, "Constants (.safetensors) for a .mlxg payload");
 
+  bool ops_json = false;
+  auto* ops_cmd = app.add_subcommand("ops", "List every op of every domain with its support per backend");
+  ops_cmd->add_flag("--json", ops_json, "Print JSON");
+
   wgml::cli::SpecCommands spec_commands(app);
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (spec_commands.selected()) return spec_commands.run();
     if (*inspect_cmd) return inspect(inspect_path, inspect_json);
+    if (*ops_cmd) return list_ops(ops_json);
     if (*run_cmd) return run(run_args);
   } catch (const wgml::Error& e) {
     std::cerr << "wgml: error [" << wgml::error_code_name(e.code()) << "]: " << e.what() << "\n";

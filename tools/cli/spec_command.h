@@ -12,7 +12,7 @@ class SpecCommands {
  public:
   // Adds the `spec` subcommand group to `app`.
   explicit SpecCommands(CLI::App& app);
-  bool selected() const { return *group_; }
+  bool selected() const { return static_cast<bool>(*group_); }
   // Throws wgml::Error on an invalid spec or request.
   int run() const;
 

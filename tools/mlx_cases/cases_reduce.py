@@ -41,10 +41,16 @@ def axes_reduction_cases(kind, fn, extra=None):
     return out
 
 
-def empty_reduction(kind, fn, extra=None):
+# A reduction over a size-0 axis gives the reduction's identity. MLX 0.32.4 can deadlock
+# evaluating such a reduction on the CPU, so these expectations are written out, not computed.
+EMPTY_IDENTITY = {"SumNode": (0.0, mx.float32), "MeanNode": (float("nan"), mx.float32),
+                  "ProdNode": (1.0, mx.float32), "AnyNode": (False, mx.bool_), "AllNode": (True, mx.bool_)}
+
+
+def empty_reduction(kind):
     d = Data(kind)
-    x = d.floats((0, 3))
-    return simple("empty_axis", kind, x, fn(x, [0], False), axes=[0], keepdims=False, **(extra or {}))
+    value, dtype = EMPTY_IDENTITY[kind]
+    return simple("empty_axis", kind, d.floats((0, 3)), mx.full((3,), value, dtype), axes=[0], keepdims=False)
 
 
 def reduction_cases():
@@ -52,8 +58,8 @@ def reduction_cases():
     for kind, fn in (("SumNode", mx.sum), ("MeanNode", mx.mean), ("ProdNode", mx.prod), ("MaxNode", mx.max),
                      ("MinNode", mx.min), ("AnyNode", mx.any), ("AllNode", mx.all)):
         out[kind] = axes_reduction_cases(kind, lambda x, a, k, f=fn: f(x, axis=a, keepdims=k))
-        if kind not in ("MaxNode", "MinNode"):
-            out[kind].append(empty_reduction(kind, lambda x, a, k, f=fn: f(x, axis=a, keepdims=k)))
+        if kind in EMPTY_IDENTITY:
+            out[kind].append(empty_reduction(kind))
     for kind, fn in (("VarNode", mx.var), ("StdNode", mx.std)):
         out[kind] = axes_reduction_cases(kind, lambda x, a, k, f=fn: f(x, axis=a, keepdims=k))
         out[kind] += axes_reduction_cases(kind, lambda x, a, k, f=fn: f(x, axis=a, keepdims=k, ddof=1),

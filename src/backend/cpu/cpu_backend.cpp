@@ -8,6 +8,11 @@ CpuBackend::CpuBackend() {
   register_nn_ops(table_);
   register_quantized_ops(table_);
   register_reduce_ops(table_);
+  register_conv_ops(table_);
+  register_index_ops(table_);
+  register_sort_ops(table_);
+  register_random_ops(table_);
+  register_onnx_ops(table_);
 }
 
 }  // namespace wgml::backend::cpu

@@ -21,5 +21,11 @@ void register_shape_ops(runtime::KernelTable& t);
 void register_nn_ops(runtime::KernelTable& t);
 void register_quantized_ops(runtime::KernelTable& t);
 void register_reduce_ops(runtime::KernelTable& t);
+void register_conv_ops(runtime::KernelTable& t);
+void register_index_ops(runtime::KernelTable& t);
+void register_sort_ops(runtime::KernelTable& t);
+void register_random_ops(runtime::KernelTable& t);
+// ONNX ops kept in the ai.onnx domain (src/backend/cpu/onnx).
+void register_onnx_ops(runtime::KernelTable& t);
 
 }  // namespace wgml::backend::cpu

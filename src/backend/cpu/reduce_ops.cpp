@@ -121,8 +121,11 @@ void std_node(const ir::StdNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, float_result(x.dtype()),
                                [&](const std::vector<double>& v) { return std::sqrt(variance(v, n.ddof)); }));
 }
+// ExecuTorch passes LogSumExp's axes to MLX as they are: an empty list reduces nothing, and the
+// log-sum-exp of one element is the element.
 void logsumexp_node(const ir::LogSumExpNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
+  if (n.axes.empty()) return ctx.set_tensor(n.out, cast(x, float_result(x.dtype())));
   ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, float_result(x.dtype()), logsumexp));
 }
 void any_node(const ir::AnyNode& n, ExecContext& ctx) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frontend/named_data.h"
+#include "frontend/onnx/onnx_types.h"
 #include "ir/program.h"
 #include "onnx-ml.pb.h"
 #include "wgml/error.h"
@@ -212,11 +213,9 @@ std::string versioned_label(const pb::NodeProto& n, int64_t opset);
 // Lowers a graph's nodes into the current chain (used for the main graph and for subgraphs).
 void lower_nodes(Lowering& g, const pb::GraphProto& graph, std::vector<Unsupported>& unsupported);
 
-// dtype helpers shared by the rules.
-std::optional<DType> dtype_from_onnx(int32_t elem_type);
+// dtype helpers shared by the rules (see also onnx_types.h).
 std::string onnx_type_name(int32_t elem_type);
 // The ExecuTorch ScalarType code AsType/Full/ARange nodes take; none for dtypes MLX lacks (float64).
 std::optional<int8_t> scalar_type(DType t);
-int32_t onnx_elem_type(DType t);
 
 }  // namespace wgml::frontend::onnx

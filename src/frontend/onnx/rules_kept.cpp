@@ -2,6 +2,7 @@
 // (src/backend/cpu/onnx) implement ONNX's definition. The rules here check what can be checked at
 // load time and say what the outputs' dtypes and ranks are.
 #include <algorithm>
+#include <map>
 
 #include "frontend/onnx/lowering.h"
 #include "frontend/onnx/rule_helpers.h"
@@ -83,15 +84,21 @@ void roi_align(NodeLowering& n) {
   keep(n, {x.dtype}, {{n.in(1).dims[0], x.dims[1], n.attr_int("output_height", 1), n.attr_int("output_width", 1)}});
 }
 
+// The output rank: explicit labels after "->", else the labels used once (numpy's implicit form).
 void einsum(NodeLowering& n) {
   const std::string equation = n.attr_string("equation", "");
+  if (equation.find("...") != std::string::npos) n.unsupported("ellipsis in an Einsum equation");
   const auto arrow = equation.find("->");
-  if (arrow == std::string::npos) n.unsupported("an equation without an explicit output ('->')");
-  const std::string output = equation.substr(arrow + 2);
+  std::map<char, int> uses;
+  for (char c : equation.substr(0, arrow))
+    if (std::isalpha(static_cast<unsigned char>(c))) ++uses[c];
   int rank = 0;
-  for (char c : output)
-    if (std::isalpha(static_cast<unsigned char>(c))) ++rank;
-  if (output.find("...") != std::string::npos) n.unsupported("ellipsis in the output of an Einsum equation");
+  if (arrow != std::string::npos) {
+    for (char c : equation.substr(arrow + 2))
+      if (std::isalpha(static_cast<unsigned char>(c))) ++rank;
+  } else {
+    for (const auto& [c, count] : uses) rank += count == 1;
+  }
   keep(n, {n.in(0).dtype}, {unknown(rank)});
 }
 

@@ -407,7 +407,7 @@ double lowest(DType t) {
 
 void max_pool(NodeLowering& n) {
   const Value& x = n.in(0);
-  if (n.wants_output(1)) return keep(n, {x.dtype, DType::Int64}, {Dims(x.rank(), kUnknownDim), Dims(x.rank(), kUnknownDim)});
+  if (n.wants_output(1)) n.unsupported("MaxPool's Indices output");
   const Window w = pool_window(n, x);
   const PoolPlan plan = pool_plan(n, x, w, n.attr_int("ceil_mode", 0) != 0);
   const Tid view = windows(n, n.in_tensor(0), x, w, plan, lowest(x.dtype));

@@ -137,40 +137,6 @@ Tensor tensor_from_proto(const pb::TensorProto& t, const TensorSource& s, const 
   }
 }
 
-std::optional<DType> dtype_from_onnx(int32_t elem_type) {
-  switch (elem_type) {
-    case pb::TensorProto::FLOAT: return DType::Float32;
-    case pb::TensorProto::UINT8: return DType::UInt8;
-    case pb::TensorProto::INT8: return DType::Int8;
-    case pb::TensorProto::INT16: return DType::Int16;
-    case pb::TensorProto::INT32: return DType::Int32;
-    case pb::TensorProto::INT64: return DType::Int64;
-    case pb::TensorProto::BOOL: return DType::Bool;
-    case pb::TensorProto::FLOAT16: return DType::Float16;
-    case pb::TensorProto::DOUBLE: return DType::Float64;
-    case pb::TensorProto::UINT32: return DType::UInt32;
-    case pb::TensorProto::BFLOAT16: return DType::BFloat16;
-    default: return std::nullopt;
-  }
-}
-
-int32_t onnx_elem_type(DType t) {
-  switch (t) {
-    case DType::Float32: return pb::TensorProto::FLOAT;
-    case DType::UInt8: return pb::TensorProto::UINT8;
-    case DType::Int8: return pb::TensorProto::INT8;
-    case DType::Int16: return pb::TensorProto::INT16;
-    case DType::Int32: return pb::TensorProto::INT32;
-    case DType::Int64: return pb::TensorProto::INT64;
-    case DType::Bool: return pb::TensorProto::BOOL;
-    case DType::Float16: return pb::TensorProto::FLOAT16;
-    case DType::Float64: return pb::TensorProto::DOUBLE;
-    case DType::UInt32: return pb::TensorProto::UINT32;
-    case DType::BFloat16: return pb::TensorProto::BFLOAT16;
-  }
-  return pb::TensorProto::UNDEFINED;
-}
-
 std::string onnx_type_name(int32_t elem_type) {
   if (pb::TensorProto::DataType_IsValid(elem_type))
     return pb::TensorProto::DataType_Name(static_cast<pb::TensorProto::DataType>(elem_type));

@@ -1,0 +1,241 @@
+// Kept ONNX ops that gather with computed coordinates or contract by equation: GridSample
+// (nearest/linear/cubic, zeros/border/reflection padding, any number of spatial dims) and Einsum.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "backend/cpu/onnx/onnx_op.h"
+#include "core/elements.h"
+#include "core/layout.h"
+
+namespace wgml::backend::cpu::onnx_ops {
+namespace {
+
+using runtime::fail;
+
+// Reflects x into [lo, hi] by its nearer border, as often as needed.
+double reflect(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (range <= 0) return lo;
+  if (x < lo) {
+    const double dx = lo - x;
+    const int64_t n = static_cast<int64_t>(dx / range);
+    const double r = dx - static_cast<double>(n) * range;
+    return n % 2 == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const double dx = x - hi;
+    const int64_t n = static_cast<int64_t>(dx / range);
+    const double r = dx - static_cast<double>(n) * range;
+    return n % 2 == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+double keys_cubic(double t) {
+  const double a = -0.75;
+  t = std::fabs(t);
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+struct GridSampler {
+  const Tensor& x;
+  std::string mode;     // nearest, linear, cubic
+  std::string padding;  // zeros, border, reflection
+  bool align_corners;
+  int spatial;
+  std::vector<int64_t> strides;
+
+  double border_lo(int d) const { return align_corners ? 0.0 : -0.5; }
+  double border_hi(int d) const { return align_corners ? static_cast<double>(x.dim(2 + d) - 1) : static_cast<double>(x.dim(2 + d)) - 0.5; }
+
+  // The element at integer coordinates, with the padding mode for those outside.
+  double pixel(int64_t base, const std::vector<int64_t>& index) const {
+    int64_t offset = base;
+    for (int d = 0; d < spatial; ++d) {
+      const int64_t dim = x.dim(2 + d);
+      int64_t i = index[d];
+      if (i < 0 || i >= dim) {
+        if (padding == "zeros") return 0;
+        if (padding == "border") i = std::clamp<int64_t>(i, 0, dim - 1);
+        else i = static_cast<int64_t>(reflect(static_cast<double>(i), border_lo(d), border_hi(d)));
+        i = std::clamp<int64_t>(i, 0, dim - 1);
+      }
+      offset += i * strides[2 + d];
+    }
+    return load_as_double(x.dtype(), x.data(), offset);
+  }
+
+  // Interpolates at real coordinates: a separable sum over each axis's taps.
+  double sample(int64_t base, std::vector<double> coordinate) const {
+    std::vector<std::vector<std::pair<int64_t, double>>> taps(spatial);
+    for (int d = 0; d < spatial; ++d) {
+      double c = coordinate[d];
+      if (mode == "nearest") c = std::nearbyint(c);
+      if (c < border_lo(d) || c > border_hi(d)) {
+        if (padding == "border") c = std::clamp(c, 0.0, static_cast<double>(x.dim(2 + d) - 1));
+        else if (padding == "reflection") c = reflect(c, border_lo(d), border_hi(d));
+      }
+      const double f = std::floor(c);
+      const int64_t i = static_cast<int64_t>(f);
+      if (mode == "nearest") taps[d] = {{static_cast<int64_t>(c), 1.0}};
+      else if (mode == "linear") taps[d] = {{i, 1 - (c - f)}, {i + 1, c - f}};
+      else for (int k = -1; k <= 2; ++k) taps[d].push_back({i + k, keys_cubic(c - f - k)});
+    }
+    double acc = 0;
+    std::vector<size_t> which(spatial, 0);
+    std::vector<int64_t> index(spatial);
+    while (true) {
+      double w = 1;
+      for (int d = 0; d < spatial; ++d) {
+        index[d] = taps[d][which[d]].first;
+        w *= taps[d][which[d]].second;
+      }
+      if (w != 0) acc += w * pixel(base, index);
+      int d = spatial - 1;
+      while (d >= 0 && ++which[d] == taps[d].size()) which[d--] = 0;
+      if (d < 0) break;
+    }
+    return acc;
+  }
+};
+
+void grid_sample(OpView& v) {
+  const Tensor& x = v.required(0);
+  const Tensor& grid = v.required(1);
+  const int spatial = x.rank() - 2;
+  if (spatial < 1 || grid.rank() != x.rank() || grid.dim(0) != x.dim(0) || grid.dim(grid.rank() - 1) != spatial)
+    fail("GridSample: expected X [N, C, D1..Dn] and grid [N, O1..On, n]");
+  std::string mode = v.attr_string("mode", v.opset() < 20 ? "bilinear" : "linear");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  const GridSampler s{x, mode, v.attr_string("padding_mode", "zeros"), v.attr_int("align_corners", 0) != 0, spatial,
+                      contiguous_strides(x.shape())};
+  Shape shape{x.dim(0), x.dim(1)};
+  shape.insert(shape.end(), grid.shape().begin() + 1, grid.shape().end() - 1);
+  Tensor out(x.dtype(), shape);
+  int64_t positions = 1;
+  for (int d = 0; d < spatial; ++d) positions *= shape[2 + d];
+  uint8_t* dst = out.mutable_data();
+  std::vector<double> coordinate(spatial);
+  for (int64_t n = 0; n < x.dim(0); ++n)
+    for (int64_t p = 0; p < positions; ++p) {
+      // The grid holds (x, y, z...): the last component indexes the first spatial dim.
+      for (int d = 0; d < spatial; ++d) {
+        const double g = load_as_double(grid.dtype(), grid.data(), (n * positions + p) * spatial + (spatial - 1 - d));
+        const double length = static_cast<double>(x.dim(2 + d));
+        coordinate[d] = s.align_corners ? (g + 1) / 2 * (length - 1) : ((g + 1) * length - 1) / 2;
+      }
+      for (int64_t c = 0; c < x.dim(1); ++c) {
+        const int64_t base = (n * x.dim(1) + c) * (x.numel() / std::max<int64_t>(x.dim(0) * x.dim(1), 1));
+        store_double(x.dtype(), dst, (n * x.dim(1) + c) * positions + p, s.sample(base, coordinate));
+      }
+    }
+  v.output(0, std::move(out));
+}
+
+// Einsum by brute force: every combination of label values, products summed into the output.
+std::vector<std::string> split_terms(const std::string& s) {
+  std::vector<std::string> out(1);
+  for (char c : s) {
+    if (c == ',') out.emplace_back();
+    else if (c != ' ') out.back() += c;
+  }
+  return out;
+}
+
+// Replaces "..." with stand-in labels for `dims` broadcast dims ('A', 'B', ... are not ONNX labels
+// in lower-case equations; upper-case labels are rejected to keep them free).
+std::string expand_ellipsis(const std::string& term, int ellipsis_dims) {
+  const auto at = term.find("...");
+  if (at == std::string::npos) return term;
+  std::string stand_ins;
+  for (int i = 0; i < ellipsis_dims; ++i) stand_ins += static_cast<char>('Z' - (ellipsis_dims - 1 - i));
+  return term.substr(0, at) + stand_ins + term.substr(at + 3);
+}
+
+void einsum(OpView& v) {
+  std::string equation = v.attr_string("equation", "");
+  for (char c : equation)
+    if (std::isupper(static_cast<unsigned char>(c))) fail("Einsum: upper-case labels are not supported");
+  const auto arrow = equation.find("->");
+  std::vector<std::string> inputs = split_terms(equation.substr(0, arrow));
+  if (inputs.size() != v.num_inputs()) fail("Einsum: the equation names " + std::to_string(inputs.size()) + " inputs");
+  int ellipsis_dims = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = v.required(i);
+    const int named = static_cast<int>(inputs[i].size()) - (inputs[i].find("...") != std::string::npos ? 3 : 0);
+    if (inputs[i].find("...") != std::string::npos) ellipsis_dims = std::max(ellipsis_dims, t.rank() - named);
+  }
+  std::map<char, int64_t> sizes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = v.required(i);
+    const int named = static_cast<int>(inputs[i].size()) - (inputs[i].find("...") != std::string::npos ? 3 : 0);
+    inputs[i] = expand_ellipsis(inputs[i], t.rank() - named);
+    // Broadcast ellipsis dims align to the right of the stand-ins.
+    if (static_cast<int>(inputs[i].size()) != t.rank()) fail("Einsum: term '" + inputs[i] + "' does not match its input's rank");
+    for (int d = 0; d < t.rank(); ++d) {
+      auto [it, fresh] = sizes.emplace(inputs[i][d], t.dim(d));
+      if (!fresh && it->second != t.dim(d)) {
+        if (it->second == 1) it->second = t.dim(d);
+        else if (t.dim(d) != 1) fail("Einsum: label '" + std::string(1, inputs[i][d]) + "' has two sizes");
+      }
+    }
+  }
+  std::string output;
+  if (arrow != std::string::npos) {
+    output = expand_ellipsis(equation.substr(arrow + 2), ellipsis_dims);
+    output.erase(std::remove(output.begin(), output.end(), ' '), output.end());
+  } else {
+    std::map<char, int> count;
+    for (const std::string& term : inputs)
+      for (char c : term) ++count[c];
+    for (int i = 0; i < ellipsis_dims; ++i) output += static_cast<char>('Z' - (ellipsis_dims - 1 - i));
+    for (const auto& [c, n] : count)
+      if (n == 1 && std::islower(static_cast<unsigned char>(c))) output += c;
+  }
+  std::string labels = output;
+  for (const auto& [c, size] : sizes)
+    if (labels.find(c) == std::string::npos) labels += c;
+  Shape shape;
+  for (char c : output) shape.push_back(sizes.at(c));
+  Tensor out(v.required(0).dtype(), shape);
+  std::vector<double> acc(static_cast<size_t>(out.numel()), 0.0);
+  std::vector<int64_t> value(labels.size(), 0);
+  std::vector<std::vector<int64_t>> strides;
+  for (size_t i = 0; i < inputs.size(); ++i) strides.push_back(contiguous_strides(v.required(i).shape()));
+  const auto out_strides = contiguous_strides(shape);
+  const bool empty = std::any_of(sizes.begin(), sizes.end(), [](const auto& s) { return s.second == 0; });
+  while (!empty) {
+    double product = 1;
+    for (size_t i = 0; i < inputs.size() && product != 0; ++i) {
+      const Tensor& t = v.required(i);
+      int64_t offset = 0;
+      for (size_t d = 0; d < inputs[i].size(); ++d) {
+        const int64_t index = t.dim(static_cast<int>(d)) == 1 ? 0 : value[labels.find(inputs[i][d])];
+        offset += index * strides[i][d];
+      }
+      product *= load_as_double(t.dtype(), t.data(), offset);
+    }
+    int64_t o = 0;
+    for (size_t d = 0; d < output.size(); ++d) o += value[d] * out_strides[d];
+    if (out.numel() > 0) acc[o] += product;
+    int d = static_cast<int>(labels.size()) - 1;
+    while (d >= 0 && ++value[d] >= sizes.at(labels[d])) value[d--] = 0;
+    if (d < 0) break;
+  }
+  uint8_t* dst = out.mutable_data();
+  for (int64_t i = 0; i < out.numel(); ++i) store_double(out.dtype(), dst, i, acc[i]);
+  v.output(0, std::move(out));
+}
+
+}  // namespace
+
+void register_sampling_ops(runtime::KernelTable& t) {
+  t.add_onnx("ai.onnx", "GridSample", kernel<grid_sample>);
+  t.add_onnx("ai.onnx", "Einsum", kernel<einsum>);
+}
+
+}  // namespace wgml::backend::cpu::onnx_ops
