@@ -30,6 +30,12 @@ if ! dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | grep -q '^2
   "$repo/tools/webgpu/install_lavapipe.sh"
 fi
 
+# naga 30 (wgpu's WGSL front end, crates.io naga-cli): tests/spec validates every rendered kernel.
+if ! command -v naga >/dev/null && command -v cargo >/dev/null; then
+  log "installing naga-cli 30.0.1 with cargo"
+  cargo install --locked --root /usr/local naga-cli@30.0.1
+fi
+
 # Python packages the tests and fixture checks use, in the project's own venv.
 venv="$repo/.venv"
 if [[ ! -x "$venv/bin/python" ]]; then

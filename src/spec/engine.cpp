@@ -80,26 +80,11 @@ class DeriveScope : public Scope {
   const Scope& parent_;
 };
 
-std::string shape_text(const Shape& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
+std::string shape_text(const Shape& shape) { return Value::int_list(shape).to_text(); }
 
 int64_t to_int(const Value& v, const Expr& e, const std::string& what) {
   if (!v.is_int()) throw Error(ErrorCode::Runtime, e.locate(1, what + " must be an int, found " + v.repr()));
   return v.as_int();
-}
-
-bool is_element_type(const std::string& t) {
-  UniformType parsed;
-  return parse_uniform_type(t, parsed).empty() && parsed.array_count == 0;
-}
-
-std::string element_scalar(const std::string& t) {
-  UniformType parsed;
-  parse_uniform_type(t, parsed);
-  return parsed.scalar;
 }
 
 // Builds one plan for one request.
@@ -309,7 +294,8 @@ class Planner {
         fail(ErrorCode::InvalidArgument, "'" + t.name + "' has rank " + std::to_string(shape.size()) + " (shape " +
                                              shape_text(shape) + "), the spec requires " + std::to_string(rank));
     }
-    if (t.shape && request_.inputs.count(t.name) + request_.outputs.count(t.name)) {
+    const bool given = request_.inputs.count(t.name) || request_.outputs.count(t.name);  // not computed from `shape`
+    if (t.shape && given) {
       const Shape expected = evaluate_shape(*t.shape, base_);
       if (expected != shape)
         fail(ErrorCode::InvalidArgument, "'" + t.name + "' has shape " + shape_text(shape) + ", the spec requires " + shape_text(expected));
@@ -432,7 +418,7 @@ class Planner {
     out.element_type = tensor->storage.scalar;
     if (!b.element_type.empty() && b.element_type[0] == '$') {
       const auto value = scope.find(b.element_type.substr(1));
-      if (!value || !value->is_string() || !is_element_type(value->as_string()))
+      if (!value || !value->is_string() || !is_storage_element_type(value->as_string()))
         fail(ErrorCode::Runtime, pass.path + ": binding '" + b.name + "': elementType " + b.element_type + " = " +
                                      (value ? value->repr() : "undefined") + " is not a WGSL element type");
       out.element_type = value->as_string();

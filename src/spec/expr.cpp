@@ -245,9 +245,10 @@ Value fn_range(const Call& c) {
   if (step == 0) c.fail("the step must not be 0");
   constexpr int64_t kMaxItems = 1 << 20;
   List items;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (static_cast<int64_t>(items.size()) >= kMaxItems) c.fail("more than 2^20 items");
     items.emplace_back(i);
+    if (__builtin_add_overflow(i, step, &i)) break;
   }
   return Value(std::move(items));
 }

@@ -30,6 +30,11 @@ const char* json_kind(const Json& j) {
   return "null";
 }
 
+bool is_identifier(const std::string& s) {
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
 // Reads JSON values at known paths and fails with the file and the path.
 class Reader {
  public:
@@ -97,9 +102,7 @@ class Reader {
     expect(j, j.is_object(), path, "an object of name: expression");
     std::vector<DeriveEntry> out;
     for (const auto& [key, value] : j.items()) {
-      if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }) ||
-          std::isdigit(static_cast<unsigned char>(key[0])))
-        fail(child(path, key), "a derived name must be an identifier");
+      if (!is_identifier(key)) fail(child(path, key), "a derived name must be an identifier");
       if (is_function(key)) fail(child(path, key), "'" + key + "' is a built-in function");
       out.push_back({key, expr(value, child(path, key))});
     }
@@ -122,17 +125,6 @@ class Reader {
  private:
   const std::string& file_;
 };
-
-bool is_identifier(const std::string& s) {
-  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
-         std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
-// A WGSL element type a storage binding may hold: a scalar or vecN of f32, f16, i32, u32.
-bool is_storage_element_type(const std::string& t) {
-  UniformType parsed;
-  return parse_uniform_type(t, parsed).empty() && parsed.array_count == 0;
-}
 
 class SpecParser {
  public:

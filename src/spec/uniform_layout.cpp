@@ -71,6 +71,16 @@ std::string parse_uniform_type(const std::string& raw, UniformType& out) {
   return "";
 }
 
+bool is_storage_element_type(const std::string& text) {
+  UniformType parsed;
+  return parse_uniform_type(text, parsed).empty() && parsed.array_count == 0;
+}
+
+std::string element_scalar(const std::string& text) {
+  UniformType parsed;
+  return parse_uniform_type(text, parsed).empty() ? parsed.scalar : "";
+}
+
 uint32_t lay_out_uniform(std::vector<UniformField>& fields) {
   uint32_t offset = 0, struct_align = 4;
   for (auto& field : fields) {

@@ -30,6 +30,11 @@ struct UniformType {
 // Parses "u32", "vec4<f32>", "array<vec4<u32>, 3>". Returns an error text, empty when `out` is set.
 std::string parse_uniform_type(const std::string& text, UniformType& out);
 
+// A scalar or vecN of f32, f16, i32, u32: what an array<...> binding of a pass may hold.
+bool is_storage_element_type(const std::string& text);
+// The scalar of such a type ("vec4<f16>" -> "f16").
+std::string element_scalar(const std::string& text);
+
 struct UniformField {
   std::string name;
   UniformType type;

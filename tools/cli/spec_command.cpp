@@ -1,7 +1,10 @@
 #include "spec_command.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "spec/engine.h"
@@ -55,11 +58,6 @@ spec::Value parse_attribute(const std::string& text) {
   return convert(json);
 }
 
-std::string shape_text(const Shape& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 std::string hex(const std::vector<uint8_t>& bytes) {
   std::string text;
@@ -189,7 +187,7 @@ int SpecCommands::render() const {
   const spec::KernelPlan plan = engine.plan(*s, request, device, tunables);
   std::cout << "op: " << plan.op << "\nvariant: " << plan.variant << "\ntensors:\n";
   for (const auto& t : plan.tensors) {
-    std::cout << "  " << t.name << ": " << (t.is_output ? "output " : "input ") << dtype_name(t.dtype) << " " << shape_text(t.shape)
+    std::cout << "  " << t.name << ": " << (t.is_output ? "output " : "input ") << dtype_name(t.dtype) << " " << spec::Value::int_list(t.shape).to_text()
               << ", stored as " << t.storage.scalar << " (" << spec::storage_kind_name(t.storage.kind) << "), " << t.gpu_bytes << " bytes";
     if (t.value_range) std::cout << ", valueRange [" << t.value_range->min << ", " << t.value_range->max << "]";
     if (!t.alias_of.empty()) std::cout << ", shares the buffer of " << t.alias_of;

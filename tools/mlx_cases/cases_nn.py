@@ -155,7 +155,9 @@ def update_and_attend_cases():
                 res = res.astype(out_dtype)
             pos = mx.array([position], mx.int64)
             if i == 0:
-                iq, ik, iv_, ip = c.input(q), c.input(k), c.input(v), c.input(pos)
+                # The sequence axis changes between steps: dynamic in the metadata.
+                iq, ik, iv_ = (c.input(a, dynamic_dims=[2]) for a in (q, k, v))
+                ip = c.input(pos)
                 c.node("UpdateAndAttendNode", q=iq, k=ik, v=iv_, position=ip, out=c.output(res), layer_id=0, scale=scale,
                        out_dtype=scalar_type(out_dtype) if out_dtype is not None else None)
             else:

@@ -302,12 +302,14 @@ def full_cases():
                                   ("f16", [3, 1], 0.1, mx.float16), ("bool", [2], 2.0, mx.bool_),
                                   ("empty", [0, 3], 1.0, mx.float32), ("bf16", [2], -3.3, mx.bfloat16)):
         c = Case(name)
-        c.node("FullNode", out=c.output(mx.full(shape, mx.array(v, mx.float32), dtype)), shape=[iv(s) for s in shape],
+        # ExecuTorch calls full(shape, float v, dtype): v goes through float32, then dtype.
+        expected = mx.full(shape, mx.array(v, mx.float32).astype(dtype))
+        c.node("FullNode", out=c.output(expected), shape=[iv(s) for s in shape],
                v=fv(v), scalar_type=scalar_type(dtype))
         out.append(c)
     c = Case("shape_from_value")
     n = c.int_input(3)
-    c.node("FullNode", out=c.output(mx.full([3, 2], mx.array(2.0), mx.int8)), shape=[iv(n), iv(2)], v=fv(2.0),
+    c.node("FullNode", out=c.output(mx.full([3, 2], mx.array(2, mx.int8))), shape=[iv(n), iv(2)], v=fv(2.0),
            scalar_type=scalar_type(mx.int8))
     return out + [c]
 
@@ -319,7 +321,7 @@ def full_like_cases():
                               ("to_f16", d.floats((2,)), 0.3, mx.float16), ("to_bool", d.floats((2, 2)), 0.0, mx.bool_),
                               ("empty", d.floats((0,)), 1.0, None)):
         kw = {} if dtype is None else {"scalar_type": scalar_type(dtype)}
-        expected = mx.full(x.shape, mx.array(v, mx.float32), dtype or x.dtype)
+        expected = mx.full(x.shape, mx.array(v, mx.float32).astype(dtype or x.dtype))
         out.append(simple(name, "FullLikeNode", x, expected, v=fv(v), **kw))
     return out
 

@@ -67,6 +67,7 @@ def compare(got, expected, rtol, atol, expected_type):
         got = bf16_bits_to_float(got.view(np.uint16))
     if got.shape != expected.shape:
         return f"shape {list(got.shape)}, expected {list(expected.shape)}"
+    got, expected = np.atleast_1d(got), np.atleast_1d(expected)
     if expected.dtype.kind in "biu" or expected.dtype == np.bool_:
         if got.dtype != expected.dtype:
             return f"dtype {got.dtype}, expected {expected.dtype}"
@@ -89,11 +90,15 @@ def compare(got, expected, rtol, atol, expected_type):
     return None
 
 
-def first_error_line(stderr):
-    for line in stderr.splitlines():
+def error_message(stderr, model_path):
+    """The wgml error line and the unsupported uses listed under it, without the model path."""
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
         if "error" in line:
-            return line.strip()
-    return stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
+            listed = [l.strip() for l in lines[i + 1:] if l.startswith("  ")]
+            message = " | ".join([line.strip()] + listed)
+            return message.replace(model_path + ": ", "")
+    return lines[-1].strip() if lines else "no output"
 
 
 def run_test(name, test, args):
@@ -110,7 +115,7 @@ def run_test(name, test, args):
         except subprocess.TimeoutExpired:
             return "fail", f"timed out after {args.timeout}s"
         if proc.returncode != 0:
-            message = first_error_line(proc.stderr)
+            message = error_message(proc.stderr, os.path.join(directory, "model.onnx"))
             if "[unsupported]" in message or "[Unsupported]" in message:
                 return "unsupported", message
             return "fail", message

@@ -39,7 +39,7 @@ double rsqrt(double v) { return 1.0 / std::sqrt(v); }
 double reciprocal(double v) { return 1.0 / v; }
 double square(double v) { return v * v; }
 double neg(double v) { return -v; }
-double sign(double v) { return std::isnan(v) ? v : (v > 0) - (v < 0); }
+double sign(double v) { return (v > 0) - (v < 0); }  // MLX: NaN has sign 0
 double gelu_exact(double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }
 double gelu_tanh(double v) {
   const double k = std::sqrt(2.0 / M_PI);

@@ -1,5 +1,6 @@
 // Reductions over a set of axes (empty = all), with keepdims; arg-reductions along one axis.
 #include <cmath>
+#include <type_traits>
 #include <limits>
 #include <vector>
 
@@ -43,30 +44,48 @@ Rows rows_for(const Tensor& x, const std::vector<int32_t>& axes_in) {
   return r;
 }
 
-// Reduces each row with f(values) -> double, writing `out_type`.
-template <class F>
+// Reduces each row of V (double, or int64_t for integer math) with f, writing `out_type`; an
+// int64_t result wraps to the output dtype as MLX's integer reductions do.
+template <class V = double, class F>
 Tensor reduce(const Tensor& x, const std::vector<int32_t>& axes, bool keepdims, DType out_type, F f) {
   Rows r = rows_for(x, axes);
   Tensor out(out_type, keepdims ? r.keep_shape : r.kept_shape);
-  std::vector<double> row(static_cast<size_t>(r.len));
+  std::vector<V> row(static_cast<size_t>(r.len));
   uint8_t* dst = out.mutable_data();
   for (int64_t o = 0; o < out.numel(); ++o) {
-    for (int64_t i = 0; i < r.len; ++i) row[i] = load_as_double(x.dtype(), r.moved.data(), o * r.len + i);
-    store_double(out_type, dst, o, f(row));
+    for (int64_t i = 0; i < r.len; ++i) {
+      if constexpr (std::is_same_v<V, double>) row[i] = load_as_double(x.dtype(), r.moved.data(), o * r.len + i);
+      else row[i] = load_as_int64(x.dtype(), r.moved.data(), o * r.len + i);
+    }
+    const auto result = f(row);
+    if constexpr (std::is_same_v<decltype(result), const double>) store_double(out_type, dst, o, result);
+    else store_int64(out_type, dst, o, result);
   }
   return out;
 }
 
 DType float_result(DType t) { return is_floating(t) ? t : DType::Float32; }
-// MLX sums bool and small integers into int32; wider types keep their own.
+// MLX sums bool and small signed integers into int32, uint8 into uint32; wider types keep theirs.
 DType sum_result(DType t) {
-  if (t == DType::Bool || t == DType::Int8 || t == DType::Int16 || t == DType::UInt8) return DType::Int32;
+  if (t == DType::Bool || t == DType::Int8 || t == DType::Int16) return DType::Int32;
+  if (t == DType::UInt8) return DType::UInt32;
   return t;
 }
 
 double sum(const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s; }
 double mean(const std::vector<double>& v) { return sum(v) / static_cast<double>(v.size()); }
 double prod(const std::vector<double>& v) { double p = 1; for (double x : v) p *= x; return p; }
+// Integer sums and products wrap (two's complement), computed unsigned to stay defined.
+int64_t sum_int(const std::vector<int64_t>& v) {
+  uint64_t s = 0;
+  for (int64_t x : v) s += static_cast<uint64_t>(x);
+  return static_cast<int64_t>(s);
+}
+int64_t prod_int(const std::vector<int64_t>& v) {
+  uint64_t p = 1;
+  for (int64_t x : v) p *= static_cast<uint64_t>(x);
+  return static_cast<int64_t>(p);
+}
 double max_of(const std::vector<double>& v) {
   double m = -std::numeric_limits<double>::infinity();
   for (double x : v) m = std::isnan(x) || std::isnan(m) ? NAN : std::max(m, x);
@@ -93,6 +112,8 @@ double logsumexp(const std::vector<double>& v) {
 
 void sum_node(const ir::SumNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
+  if (!is_floating(x.dtype()))
+    return ctx.set_tensor(n.out, reduce<int64_t>(x, n.axes, n.keepdims, sum_result(x.dtype()), sum_int));
   ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, sum_result(x.dtype()), sum));
 }
 void mean_node(const ir::MeanNode& n, ExecContext& ctx) {
@@ -101,6 +122,8 @@ void mean_node(const ir::MeanNode& n, ExecContext& ctx) {
 }
 void prod_node(const ir::ProdNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
+  if (!is_floating(x.dtype()))
+    return ctx.set_tensor(n.out, reduce<int64_t>(x, n.axes, n.keepdims, sum_result(x.dtype()), prod_int));
   ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, sum_result(x.dtype()), prod));
 }
 void max_node(const ir::MaxNode& n, ExecContext& ctx) {
@@ -121,13 +144,38 @@ void std_node(const ir::StdNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, float_result(x.dtype()),
                                [&](const std::vector<double>& v) { return std::sqrt(variance(v, n.ddof)); }));
 }
-// ExecuTorch passes LogSumExp's axes to MLX as they are: an empty list reduces nothing, and the
-// log-sum-exp of one element is the element.
+// MLX's logsumexp: reducing the trailing axis runs a kernel on x cast to a float type (exact
+// here); any other axes compose ops in x's own dtype, so integer inputs subtract the maximum with
+// wrap-around before exponentiating. ExecuTorch passes the axes as they are: an empty list reduces
+// nothing, and the log-sum-exp of one element is the element.
+bool reduces_trailing_axis(const std::vector<int32_t>& axes, const Tensor& x) {
+  if (axes.empty() || normalize_axis(axes.back(), x.rank()) != x.rank() - 1) return false;
+  for (size_t i = 0; i + 1 < axes.size(); ++i)
+    if (normalize_axis(axes[i], x.rank()) + 1 != normalize_axis(axes[i + 1], x.rank()) ||
+        x.dim(normalize_axis(axes[i], x.rank())) != 1)
+      return false;
+  return true;
+}
+
 void logsumexp_node(const ir::LogSumExpNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
   if (n.axes.empty()) return ctx.set_tensor(n.out, cast(x, float_result(x.dtype())));
-  ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, float_result(x.dtype()), logsumexp));
+  if (is_floating(x.dtype()) || reduces_trailing_axis(n.axes, x))
+    return ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, float_result(x.dtype()), logsumexp));
+  const DType t = x.dtype();
+  ctx.set_tensor(n.out, reduce<int64_t>(x, n.axes, n.keepdims, DType::Float32, [t](const std::vector<int64_t>& v) {
+    int64_t m = v.empty() ? 0 : v[0];
+    for (int64_t e : v) m = std::max(m, e);
+    double s = 0;
+    uint8_t wrapped[8];
+    for (int64_t e : v) {
+      store_int64(t, wrapped, 0, e - m);
+      s += std::exp(static_cast<double>(load_as_int64(t, wrapped, 0)));
+    }
+    return std::log(s) + static_cast<double>(m);
+  }));
 }
+
 void any_node(const ir::AnyNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, reduce(ctx.tensor(n.x), n.axes, n.keepdims, DType::Bool, [](const std::vector<double>& v) {
     for (double x : v) if (x != 0) return 1.0;

@@ -81,10 +81,10 @@ void squeeze(const ir::SqueezeNode& n, ExecContext& ctx) {
   if (n.dims.empty()) {
     for (int d = 0; d < x.rank(); ++d) drop[d] = x.dim(d) == 1;
   }
+  // As ExecuTorch's runtime (PyTorch semantics): listed axes whose size is not 1 are kept.
   for (int32_t d : n.dims) {
     const int a = normalize_axis(d, x.rank());
-    if (x.dim(a) != 1) fail("Squeeze: axis " + std::to_string(a) + " has size " + std::to_string(x.dim(a)));
-    drop[a] = true;
+    if (x.dim(a) == 1) drop[a] = true;
   }
   Shape shape;
   for (int d = 0; d < x.rank(); ++d)

@@ -204,6 +204,7 @@ void add_reduce_rules(std::vector<OpRule>& rules);
 void add_nn_rules(std::vector<OpRule>& rules);
 void add_kept_rules(std::vector<OpRule>& rules);
 void add_control_rules(std::vector<OpRule>& rules);
+void add_attention_rules(std::vector<OpRule>& rules);
 
 const OpRule* find_rule(const std::string& domain, const std::string& op_type, int64_t opset);
 

@@ -20,6 +20,7 @@ const std::vector<OpRule>& all_rules() {
     add_nn_rules(r);
     add_kept_rules(r);
     add_control_rules(r);
+    add_attention_rules(r);
     return r;
   }();
   return rules;
@@ -51,7 +52,7 @@ std::vector<int> topological_order(const Lowering& g, const pb::GraphProto& grap
   std::vector<std::vector<int>> consumers(n);
   for (int i = 0; i < n; ++i)
     for (const std::string& in : graph.node(i).input()) {
-      if (in.empty() || g.has_value(in)) continue;
+      if (in.empty() || g.has_value(in) || g.poisoned.count(in)) continue;
       auto it = producer.find(in);
       if (it == producer.end())
         throw Error(ErrorCode::InvalidProgram,

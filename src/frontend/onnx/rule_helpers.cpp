@@ -80,6 +80,26 @@ Tid expand_dims(NodeLowering& n, Tid x, int axis) {
   return out;
 }
 
+Tid concat_op(NodeLowering& n, const std::vector<Tid>& parts, int axis) {
+  const Tid out = n.g.new_temp();
+  n.g.emit(ConcatenateNode{.tensors = parts, .out = out, .axis = axis});
+  return out;
+}
+
+Tid matmul_op(NodeLowering& n, Tid a, Tid b) {
+  const Tid out = n.g.new_temp();
+  n.g.emit(AddmmNode{.mat1 = a, .mat2 = b, .out = out});
+  return out;
+}
+
+Tid arange(NodeLowering& n, IntOrVid stop, DType dtype) {
+  const auto st = scalar_type(dtype);
+  if (!st) n.unsupported("an index range of dtype " + std::string(dtype_name(dtype)));
+  const Tid out = n.g.new_temp();
+  n.g.emit(ARangeNode{.out = out, .start = literal(0), .stop = stop, .step = literal(1), .scalar_type = *st});
+  return out;
+}
+
 Tid squeeze_axes(NodeLowering& n, Tid x, const std::vector<int>& axes) {
   const Tid out = n.g.new_temp();
   n.g.emit(SqueezeNode{.x = x, .out = out, .dims = {axes.begin(), axes.end()}});
@@ -115,6 +135,20 @@ void keep_elementwise(NodeLowering& n, DType dtype) {
   for (size_t i = 1; i < n.num_inputs(); ++i)
     if (n.has_input(i)) dims = broadcast_dims(dims, n.in(i).dims);
   keep(n, {dtype}, {dims});
+}
+
+bool known_only_at_run_time(NodeLowering& n, size_t input) {
+  return n.has_input(input) && !n.g.literal_ints(n.in(input));
+}
+
+void keep_with_rank(NodeLowering& n, DType dtype, int rank) {
+  keep(n, {dtype}, {Dims(static_cast<size_t>(std::max(rank, 0)), kUnknownDim)});
+}
+
+int64_t static_length(NodeLowering& n, size_t input, const std::string& what) {
+  const Value& v = n.in(input);
+  if (v.rank() != 1 || v.dims[0] < 0) n.unsupported(what + " whose length is known only at run time");
+  return v.dims[0];
 }
 
 std::optional<std::vector<int64_t>> axes_attr_or_input(NodeLowering& n, int since_opset_as_input,

@@ -23,6 +23,9 @@ ir::Tid scalar_of(NodeLowering& n, ir::IntOrVid v, DType dtype);
 ir::Tid slice_axis(NodeLowering& n, ir::Tid x, int axis, ir::IntOrVid start, ir::IntOrVid stop,
                    int32_t step = 1);
 ir::Tid expand_dims(NodeLowering& n, ir::Tid x, int axis);
+ir::Tid concat_op(NodeLowering& n, const std::vector<ir::Tid>& parts, int axis);
+ir::Tid matmul_op(NodeLowering& n, ir::Tid a, ir::Tid b);  // batched, broadcast batch dims
+ir::Tid arange(NodeLowering& n, ir::IntOrVid stop, DType dtype);  // 0, 1, ..., stop - 1
 ir::Tid squeeze_axes(NodeLowering& n, ir::Tid x, const std::vector<int>& axes);
 
 // A constant with its axes reordered (out axis i is axis perm[i]): weights are laid out for the
@@ -34,6 +37,14 @@ Tensor permute_constant(const Tensor& t, const std::vector<int>& perm);
 void keep(NodeLowering& n, const std::vector<DType>& dtypes, const std::vector<Dims>& dims);
 // Keeps an element-wise node: one output of `dtype`, dims broadcast over all inputs.
 void keep_elementwise(NodeLowering& n, DType dtype);
+
+// Whether input `input` is present but known only at run time (a graph input, say): ops whose
+// axes or shape come that way stay in the ai.onnx domain, where their kernel reads them.
+bool known_only_at_run_time(NodeLowering& n, size_t input);
+// Keeps the node with one output of `dtype` and `rank` dims unknown at load time.
+void keep_with_rank(NodeLowering& n, DType dtype, int rank);
+// The length of a 1-D input, which must be known at load time.
+int64_t static_length(NodeLowering& n, size_t input, const std::string& what);
 
 // Axes of a reduction or squeeze: from the attribute (older opsets) or input `input`.
 std::optional<std::vector<int64_t>> axes_attr_or_input(NodeLowering& n, int since_opset_as_input,

@@ -32,9 +32,63 @@ void comparison(NodeLowering& n) {
                broadcast_dims(a.dims, b.dims));
 }
 
+// Integer shape values known element by element (literals or value slots) stay known through
+// arithmetic: folded where both sides are literals, value-slot nodes where not.
+using ElementOp = IntOrVid (*)(Lowering&, IntOrVid, IntOrVid);
+
+std::optional<Value> known_arithmetic(NodeLowering& n, ElementOp op) {
+  const Value& a = n.in(0);
+  const Value& b = n.in(1);
+  if (is_floating(a.dtype) || a.dtype == DType::Bool || a.rank() > 1 || b.rank() > 1) return std::nullopt;
+  const auto ea = n.g.known_elements(a), eb = n.g.known_elements(b);
+  if (!ea || !eb) return std::nullopt;
+  const size_t len = std::max(ea->size(), eb->size());
+  if ((ea->size() != len && ea->size() != 1) || (eb->size() != len && eb->size() != 1)) return std::nullopt;
+  std::vector<IntOrVid> out;
+  for (size_t i = 0; i < len; ++i) {
+    const IntOrVid x = (*ea)[ea->size() == 1 ? 0 : i], y = (*eb)[eb->size() == 1 ? 0 : i];
+    out.push_back(op(n.g, x, y));
+  }
+  Value v;
+  v.dtype = a.dtype;
+  if (a.rank() == 1 || b.rank() == 1) v.dims = {static_cast<int64_t>(len)};
+  v.elements = std::move(out);
+  return v;
+}
+
+IntOrVid add_elements(Lowering& g, IntOrVid a, IntOrVid b) { return g.add(a, b); }
+IntOrVid sub_elements(Lowering& g, IntOrVid a, IntOrVid b) { return g.sub(a, b); }
+IntOrVid mul_elements(Lowering& g, IntOrVid a, IntOrVid b) { return g.mul(a, b); }
+// ONNX truncates; value slots hold dims (never negative), where flooring is the same.
+IntOrVid div_elements(Lowering& g, IntOrVid a, IntOrVid b) {
+  if (!a.is_vid && !b.is_vid && b.literal != 0) return literal(a.literal / b.literal);
+  return g.floor_div(a, b);
+}
+
+template <class N, ElementOp Op>
+void arithmetic(NodeLowering& n) {
+  if (auto known = known_arithmetic(n, Op)) return n.set_output(0, *known);
+  binary_same_type<N>(n);
+}
+
+void neg(NodeLowering& n) {
+  const Value& x = n.in(0);
+  if (!is_floating(x.dtype) && x.rank() <= 1)
+    if (auto known = n.g.known_elements(x)) {
+      Value out = x;
+      out.tid.reset();
+      out.constant.reset();
+      out.elements = std::vector<IntOrVid>{};
+      for (const IntOrVid& e : *known) out.elements->push_back(n.g.sub(literal(0), e));
+      return n.set_output(0, out);
+    }
+  unary<NegNode>(n);
+}
+
 // Integer division truncates in ONNX and floors in MLX: integers keep ONNX's own kernel.
 void div(NodeLowering& n) {
   if (is_floating(n.in(0).dtype)) return binary_same_type<DivideNode>(n);
+  if (auto known = known_arithmetic(n, div_elements)) return n.set_output(0, *known);
   keep_elementwise(n, n.in(0).dtype);
 }
 
@@ -303,19 +357,15 @@ void identity(NodeLowering& n) { n.set_output(0, n.in(0)); }
 void dropout(NodeLowering& n) {
   const Value& v = n.in(0);
   bool training = false;
-  if (n.opset >= 12 && n.has_input(2)) {
-    const auto mode = n.literal_ints_input(2, "training_mode");
-    training = !mode.empty() && mode[0] != 0;
-  }
-  if (training) {
-    double ratio = 0.5;
-    if (n.has_input(1)) {
-      const Value& r = n.in(1);
-      if (!r.constant) n.unsupported("a ratio known only at run time in training mode");
-      ratio = load_scalar(*r.constant);
-    }
-    if (ratio != 0) n.unsupported("training-mode dropout (random)");
-  }
+  if (n.opset >= 12 && n.has_input(2))
+    if (const auto mode = n.g.literal_ints(n.in(2))) training = !mode->empty() && (*mode)[0] != 0;
+  // A zero ratio drops nothing, whatever the mode.
+  double ratio = 0.5;
+  if (n.has_input(1) && n.in(1).constant) ratio = load_scalar(*n.in(1).constant);
+  const bool ratio_known = !n.has_input(1) || n.in(1).constant;
+  if (n.opset >= 12 && n.has_input(2) && !n.g.literal_ints(n.in(2)) && !(ratio_known && ratio == 0))
+    n.unsupported("a training_mode known only at run time (training mode drops at random)");
+  if (training && !(ratio_known && ratio == 0)) n.unsupported("training-mode dropout (random)");
   n.set_output(0, v);
   if (n.wants_output(1)) n.set_output(1, full_like(n, n.in_tensor(0), 1, DType::Bool), DType::Bool, v.dims);
 }
@@ -325,7 +375,7 @@ void dropout(NodeLowering& n) {
 void add_elementwise_rules(std::vector<OpRule>& r) {
   auto add = [&](const char* op, LowerFn f, int since = 1) { r.push_back({"", op, since, f}); };
   add("Abs", unary<AbsNode>);
-  add("Neg", unary<NegNode>);
+  add("Neg", neg);
   add("Floor", unary<FloorNode>);
   add("Ceil", unary<CeilNode>);
   add("Round", round, 11);
@@ -352,9 +402,9 @@ void add_elementwise_rules(std::vector<OpRule>& r) {
   add("Not", not_op);
   add("IsNaN", is_nan, 9);
   add("IsInf", is_inf, 10);
-  add("Add", binary_same_type<AddNode>, 7);
-  add("Sub", binary_same_type<SubtractNode>, 7);
-  add("Mul", binary_same_type<MultiplyNode>, 7);
+  add("Add", arithmetic<AddNode, add_elements>, 7);
+  add("Sub", arithmetic<SubtractNode, sub_elements>, 7);
+  add("Mul", arithmetic<MultiplyNode, mul_elements>, 7);
   add("Div", div, 7);
   add("Mod", mod, 10);
   add("Pow", pow, 7);

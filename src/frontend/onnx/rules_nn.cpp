@@ -13,12 +13,6 @@ namespace {
 
 using namespace ir;
 
-Tid matmul(NodeLowering& n, Tid a, Tid b) {
-  const Tid out = n.g.new_temp();
-  n.g.emit(AddmmNode{.mat1 = a, .mat2 = b, .out = out});
-  return out;
-}
-
 // numpy matmul: 1-D operands gain a dim for the product and lose it after.
 void mat_mul(NodeLowering& n) {
   const Value& a = n.in(0);
@@ -27,7 +21,7 @@ void mat_mul(NodeLowering& n) {
   Tid ta = n.in_tensor(0), tb = n.in_tensor(1);
   if (a.rank() == 1) ta = expand_dims(n, ta, 0);
   if (b.rank() == 1) tb = expand_dims(n, tb, 1);
-  Tid out = matmul(n, ta, tb);
+  Tid out = matmul_op(n, ta, tb);
   const Dims a_batch(a.dims.begin(), a.dims.end() - std::min(a.rank(), 2));
   const Dims b_batch(b.dims.begin(), b.dims.end() - std::min(b.rank(), 2));
   Dims dims = broadcast_dims(a_batch, b_batch);

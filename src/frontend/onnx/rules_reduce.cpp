@@ -16,6 +16,17 @@ struct Reduction {
   Dims dims;          // of the result
 };
 
+// Axes given as run-time data: the kept reduction kernel reads them.
+bool kept_for_run_time_axes(NodeLowering& n, int axes_input_since) {
+  if (n.opset < axes_input_since || !known_only_at_run_time(n, 1)) return false;
+  const Value& x = n.in(0);
+  const bool keepdims = n.attr_int("keepdims", 1) != 0;
+  const int64_t axes = static_length(n, 1, "axes");
+  if (axes == 0 && !keepdims) n.unsupported("an empty run-time axes list without keepdims");
+  keep_with_rank(n, x.dtype, keepdims ? x.rank() : x.rank() - static_cast<int>(axes));
+  return true;
+}
+
 Reduction reduction(NodeLowering& n, int axes_input_since) {
   const Value& x = n.in(0);
   Reduction r;
@@ -49,6 +60,7 @@ Tid reduce_node(NodeLowering& n, Tid x, const Reduction& r) {
 template <class N>
 void reduce_with(NodeLowering& n, int axes_input_since, Tid (*pre)(NodeLowering&, Tid, DType),
                  Tid (*post)(NodeLowering&, Tid, DType)) {
+  if (kept_for_run_time_axes(n, axes_input_since)) return;
   const Value& x = n.in(0);
   const Reduction r = reduction(n, axes_input_since);
   Tid t = n.in_tensor(0);
@@ -81,6 +93,7 @@ template <int AxesInputSince>
 void reduce_log_sum(NodeLowering& n) { reduce_with<SumNode>(n, AxesInputSince, nullptr, log_of); }
 
 void reduce_mean(NodeLowering& n) {
+  if (kept_for_run_time_axes(n, 18)) return;
   const Value& x = n.in(0);
   const Reduction r = reduction(n, 18);
   if (r.noop) return n.set_output(0, n.in(0));
@@ -167,6 +180,7 @@ void hardmax(NodeLowering& n) {
 
 void cumsum(NodeLowering& n) {
   const Value& x = n.in(0);
+  if (known_only_at_run_time(n, 1)) return keep_with_rank(n, x.dtype, x.rank());
   const auto axis_value = n.literal_ints_input(1, "axis");
   if (axis_value.size() != 1) n.fail("a scalar axis");
   const int axis = n.axis(axis_value[0], x.rank());
@@ -185,7 +199,9 @@ void lp_normalization(NodeLowering& n) {
   const Reduction r{{axis}, true, false, {}};
   const Tid norm = p == 1 ? reduce_node<SumNode>(n, n.unary<AbsNode>(x), r)
                           : n.unary<SqrtNode>(reduce_node<SumNode>(n, n.unary<SquareNode>(x), r));
-  n.set_output(0, n.binary<DivideNode>(x, norm), v.dtype, v.dims);
+  const Tid zero = n.scalar(0, v.dtype);
+  const Tid normalized = where_op(n, n.binary<EqualNode>(norm, zero), zero, n.binary<DivideNode>(x, norm));
+  n.set_output(0, normalized, v.dtype, v.dims);
 }
 
 // (x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9) over `axes`, ONNX's function body.

@@ -89,6 +89,15 @@ void constant_of_shape(NodeLowering& n) {
 void range(NodeLowering& n) {
   const Value& start = n.in(0);
   const DType t = start.dtype;
+  // Integer ranges of known bounds stay known element by element (shape arithmetic).
+  const auto s0 = n.g.literal_ints(start), s1 = n.g.literal_ints(n.in(1)), s2 = n.g.literal_ints(n.in(2));
+  if (!is_floating(t) && s0 && s1 && s2 && s0->size() == 1 && s1->size() == 1 && s2->size() == 1) {
+    const int64_t first = (*s0)[0], limit = (*s1)[0], delta = (*s2)[0];
+    if (delta == 0) n.fail("a nonzero delta");
+    std::vector<IntOrVid> elements;
+    for (int64_t v = first; delta > 0 ? v < limit : v > limit; v += delta) elements.push_back(literal(v));
+    return n.set_output(0, known_vector(t, elements));
+  }
   if (start.constant && n.in(1).constant && n.in(2).constant) {
     const double s = load_scalar(*start.constant), limit = load_scalar(*n.in(1).constant);
     const double delta = load_scalar(*n.in(2).constant);
@@ -101,7 +110,7 @@ void range(NodeLowering& n) {
     }
     return n.set_output(0, n.g.constant_value(out));
   }
-  if (is_floating(t) || !scalar_type(t)) n.unsupported("a run-time Range of " + std::string(dtype_name(t)));
+  if (is_floating(t) || !scalar_type(t)) return keep_with_rank(n, t, 1);
   const IntOrVid s = n.g.int_elements(start, "start")[0];
   const IntOrVid limit = n.g.int_elements(n.in(1), "limit")[0];
   const IntOrVid delta = n.g.int_elements(n.in(2), "delta")[0];
@@ -152,18 +161,24 @@ void emit_reshape(NodeLowering& n, const Value& x, const std::vector<IntOrVid>& 
 
 void reshape(NodeLowering& n) {
   const Value& x = n.in(0);
+  const bool allowzero = n.attr_int("allowzero", 0) != 0;
+  // A shape read from data may hold 0s that copy input dims: only the kernel can tell.
+  if (n.opset >= 5 && !allowzero && !n.g.known_elements(n.in(1)))
+    return keep_with_rank(n, x.dtype, static_cast<int>(static_length(n, 1, "a shape")));
   std::vector<IntOrVid> shape;
   if (n.opset < 5) {
     for (int64_t d : n.attr_ints("shape")) shape.push_back(literal(d));
   } else {
     shape = n.g.int_elements(n.in(1), n.where() + " input 1 (shape)");
   }
-  emit_reshape(n, x, reshape_target(n, x, shape, n.attr_int("allowzero", 0) != 0));
+  emit_reshape(n, x, reshape_target(n, x, shape, allowzero));
 }
 
 void flatten(NodeLowering& n) {
   const Value& x = n.in(0);
-  const int axis = n.axis(n.attr_int("axis", 1), x.rank() + 1);
+  int64_t axis = n.attr_int("axis", 1);
+  if (axis < -x.rank() || axis > x.rank()) n.fail("an axis in [-rank, rank], found " + std::to_string(axis));
+  if (axis < 0) axis += x.rank();
   const std::vector<IntOrVid> dims = n.g.shape_of(x);
   const IntOrVid outer = n.g.product({dims.begin(), dims.begin() + axis});
   const IntOrVid inner = n.g.product({dims.begin() + axis, dims.end()});
@@ -172,6 +187,8 @@ void flatten(NodeLowering& n) {
 
 void squeeze(NodeLowering& n) {
   const Value& x = n.in(0);
+  if (n.opset >= 13 && known_only_at_run_time(n, 1))
+    return keep_with_rank(n, x.dtype, x.rank() - static_cast<int>(static_length(n, 1, "axes")));
   std::vector<int> axes;
   if (auto listed = axes_attr_or_input(n, 13, 1)) {
     for (int64_t a : *listed) axes.push_back(n.axis(a, x.rank()));
@@ -190,6 +207,8 @@ void squeeze(NodeLowering& n) {
 
 void unsqueeze(NodeLowering& n) {
   const Value& x = n.in(0);
+  if (n.opset >= 13 && known_only_at_run_time(n, 1))
+    return keep_with_rank(n, x.dtype, x.rank() + static_cast<int>(static_length(n, 1, "axes")));
   const auto listed = axes_attr_or_input(n, 13, 1);
   if (!listed) n.fail("axes");
   const int rank = x.rank() + static_cast<int>(listed->size());
@@ -303,6 +322,7 @@ void slice(NodeLowering& n) {
     for (int64_t e : n.attr_ints("ends")) ends.push_back(literal(e));
     axes = n.attr_ints("axes");
   } else {
+    if (known_only_at_run_time(n, 3) || known_only_at_run_time(n, 4)) return keep_with_rank(n, x.dtype, x.rank());
     starts = n.g.int_elements(n.in(1), n.where() + " input 1 (starts)");
     ends = n.g.int_elements(n.in(2), n.where() + " input 2 (ends)");
     if (n.has_input(3)) axes = n.literal_ints_input(3, "axes");
@@ -438,7 +458,7 @@ void pad(NodeLowering& n) {
     pads = n.g.int_elements(n.in(1), n.where() + " input 1 (pads)");
     if (n.has_input(2)) {
       const Value& c = n.in(2);
-      if (!c.constant) n.unsupported("a pad value known only at run time");
+      if (!c.constant) return keep(n, {x.dtype}, {Dims(x.rank(), kUnknownDim)});
       value = load_scalar(*c.constant);
     }
     if (n.has_input(3)) axes = n.literal_ints_input(3, "axes");
@@ -496,21 +516,39 @@ void space_to_depth(NodeLowering& n) {
   if (b <= 0) n.fail("a positive blocksize");
   const auto s = n.g.shape_of(x);
   const IntOrVid h = n.g.floor_div(s[2], literal(b)), w = n.g.floor_div(s[3], literal(b));
-  const Tid t = n.transpose(n.reshape(n.in_tensor(0), {s[0], s[1], h, literal(b), w, literal(b)}), {0, 3, 5, 1, 2, 4});
+  const bool crd = n.attr_string("mode", "DCR") == "CRD";
+  const std::vector<int> perm = crd ? std::vector<int>{0, 1, 3, 5, 2, 4} : std::vector<int>{0, 3, 5, 1, 2, 4};
+  const Tid t = n.transpose(n.reshape(n.in_tensor(0), {s[0], s[1], h, literal(b), w, literal(b)}), perm);
   const std::vector<IntOrVid> out_shape{s[0], n.g.mul(s[1], literal(b * b)), h, w};
   n.set_output(0, n.reshape(t, out_shape), x.dtype, dims_of(out_shape));
 }
 
+// Rows x cols index grids for the last two axes of x: col - row, as int64.
+Tid diagonal_offsets(NodeLowering& n, const Value& x) {
+  const int rank = x.rank();
+  const auto st = *scalar_type(DType::Int64);
+  const Tid rows = n.g.new_temp(), cols = n.g.new_temp();
+  n.g.emit(ARangeNode{.out = rows, .start = literal(0), .stop = n.g.dim(x, rank - 2), .step = literal(1), .scalar_type = st});
+  n.g.emit(ARangeNode{.out = cols, .start = literal(0), .stop = n.g.dim(x, rank - 1), .step = literal(1), .scalar_type = st});
+  return n.binary<SubtractNode>(expand_dims(n, cols, 0), expand_dims(n, rows, 1));
+}
+
 void trilu(NodeLowering& n) {
   const Value& x = n.in(0);
-  int64_t k = 0;
-  if (n.has_input(1)) k = n.literal_ints_input(1, "k")[0];
-  k = std::clamp<int64_t>(k, INT32_MIN, INT32_MAX);
+  if (x.rank() < 2) n.fail("an input of rank >= 2");
+  const bool upper = n.attr_int("upper", 1) != 0;
   const Tid out = n.g.new_temp();
-  if (n.attr_int("upper", 1) != 0)
-    n.g.emit(TriuNode{.x = n.in_tensor(0), .out = out, .k = static_cast<int32_t>(k)});
-  else
-    n.g.emit(TrilNode{.x = n.in_tensor(0), .out = out, .k = static_cast<int32_t>(k)});
+  if (n.has_input(1) && !n.g.literal_ints(n.in(1))) {
+    // k known only at run time: keep where col - row >= k (upper) or <= k (lower).
+    const Tid offsets = diagonal_offsets(n, x);
+    const Tid k = n.cast(n.in_tensor(1), n.in(1).dtype, DType::Int64);
+    const Tid keep = upper ? n.binary<GreaterEqualNode>(offsets, k) : n.binary<LessEqualNode>(offsets, k);
+    return n.set_output(0, where_op(n, keep, n.in_tensor(0), n.scalar(0, x.dtype)), x.dtype, x.dims);
+  }
+  int64_t k = n.has_input(1) ? n.literal_ints_input(1, "k")[0] : 0;
+  k = std::clamp<int64_t>(k, INT32_MIN, INT32_MAX);
+  if (upper) n.g.emit(TriuNode{.x = n.in_tensor(0), .out = out, .k = static_cast<int32_t>(k)});
+  else n.g.emit(TrilNode{.x = n.in_tensor(0), .out = out, .k = static_cast<int32_t>(k)});
   n.set_output(0, out, x.dtype, x.dims);
 }
 
@@ -531,26 +569,24 @@ void eye_like(NodeLowering& n) {
 void one_hot(NodeLowering& n) {
   const Value& indices = n.in(0);
   const Value& values = n.in(2);
-  const auto depth_value = n.in(1);
-  if (!depth_value.constant) n.unsupported("a depth known only at run time");
-  const int64_t depth = static_cast<int64_t>(load_scalar(*depth_value.constant));
   const int rank = indices.rank() + 1;
   const int axis = n.axis(n.attr_int("axis", -1), rank);
+  const Tid depth = n.reshape(n.cast(n.in_tensor(1), n.in(1).dtype, DType::Int64), {});
+  const IntOrVid depth_value = n.g.int_elements(Lowering::runtime(depth, DType::Int64, {}), n.where() + " input 1 (depth)")[0];
   Tid idx = n.cast(n.in_tensor(0), indices.dtype, DType::Int64);
-  const Tid zero = n.scalar(0, DType::Int64);
-  idx = where_op(n, n.binary<LessNode>(idx, zero), n.binary<AddNode>(idx, n.scalar(static_cast<double>(depth), DType::Int64)), idx);
+  idx = where_op(n, n.binary<LessNode>(idx, n.scalar(0, DType::Int64)), n.binary<AddNode>(idx, depth), idx);
   idx = expand_dims(n, idx, axis);
-  Tensor positions(DType::Int64, {depth});
-  for (int64_t i = 0; i < depth; ++i) store_int64(DType::Int64, positions.mutable_data(), i, i);
+  const Tid positions = n.g.new_temp();
+  n.g.emit(ARangeNode{.out = positions, .start = literal(0), .stop = depth_value, .step = literal(1),
+                      .scalar_type = *scalar_type(DType::Int64)});
   std::vector<IntOrVid> position_shape(rank, literal(1));
-  position_shape[axis] = literal(depth);
-  const Tid pos = n.reshape(n.g.add_constant(positions, "one_hot_positions"), position_shape);
-  const Tid hit = n.binary<EqualNode>(idx, pos);
+  position_shape[axis] = literal(-1);
+  const Tid hit = n.binary<EqualNode>(idx, n.reshape(positions, position_shape));
   const Tid vals = n.in_tensor(2);
   const Tid off = n.reshape(slice_axis(n, vals, 0, literal(0), literal(1)), {});
   const Tid on = n.reshape(slice_axis(n, vals, 0, literal(1), literal(2)), {});
   Dims dims = indices.dims;
-  dims.insert(dims.begin() + axis, depth);
+  dims.insert(dims.begin() + axis, depth_value.is_vid ? kUnknownDim : depth_value.literal);
   n.set_output(0, where_op(n, hit, on, off), values.dtype, dims);
 }
 

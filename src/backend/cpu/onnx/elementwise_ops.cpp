@@ -70,16 +70,19 @@ void cast_op(OpView& v) {
   v.output(0, cast(v.required(0), *to));
 }
 
+// Shifts by b in [0, width); other shifts give 0, or -1 for a negative value shifted right.
+// Signed values shift right arithmetically; left shifts wrap to the element width on store.
 void bit_shift(OpView& v) {
   const bool left = v.attr_string("direction", "") == "LEFT";
   const Tensor& x = v.required(0);
   const int bits = static_cast<int>(dtype_size(x.dtype()) * 8);
+  const bool is_signed = is_signed_integral(x.dtype());
   v.output(0, broadcast_binary(
                   x, v.required(1),
-                  [left, bits](int64_t a, int64_t b) -> int64_t {
-                    if (b < 0 || b >= bits) return 0;
-                    const uint64_t u = static_cast<uint64_t>(a);
-                    return static_cast<int64_t>(left ? u << b : u >> b);
+                  [left, bits, is_signed](int64_t a, int64_t b) -> int64_t {
+                    if (b < 0 || b >= bits) return !left && is_signed && a < 0 ? -1 : 0;
+                    if (left) return static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+                    return is_signed ? a >> b : static_cast<int64_t>(static_cast<uint64_t>(a) >> b);
                   },
                   [](double, double) -> double { fail("BitShift: expected unsigned integers"); }));
 }

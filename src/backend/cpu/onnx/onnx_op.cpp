@@ -85,6 +85,7 @@ void register_onnx_ops(runtime::KernelTable& t) {
   onnx_ops::register_resize_ops(t);
   onnx_ops::register_index_ops(t);
   onnx_ops::register_sampling_ops(t);
+  onnx_ops::register_dynamic_ops(t);
 }
 
 }  // namespace wgml::backend::cpu

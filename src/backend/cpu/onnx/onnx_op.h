@@ -51,5 +51,6 @@ void register_elementwise_ops(runtime::KernelTable& t);
 void register_resize_ops(runtime::KernelTable& t);
 void register_index_ops(runtime::KernelTable& t);
 void register_sampling_ops(runtime::KernelTable& t);
+void register_dynamic_ops(runtime::KernelTable& t);
 
 }  // namespace wgml::backend::cpu::onnx_ops
