@@ -369,7 +369,6 @@ struct PassTimestampWrites {
   uint32_t beginningOfPassWriteIndex;
   uint32_t endOfPassWriteIndex;
 };
-inline constexpr uint32_t kQuerySetIndexUndefined = 0xFFFFFFFFu;
 
 struct ComputePassDescriptor {
   const ChainedStruct* nextInChain;

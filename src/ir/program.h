@@ -72,6 +72,8 @@ std::string instruction_name(const Instruction& i);
 
 struct Chain {
   std::vector<Instruction> instructions;
+  // Per instruction, what a frontend made it from (an ONNX node), for errors; may be empty.
+  std::vector<std::string> origins;
 };
 
 // Where a Tid lives. ExecuTorch numbers tensor slots in exactly this order.

@@ -155,7 +155,8 @@ std::string Executor::where(uint32_t chain, size_t index,
                             const ir::Instruction& instruction) const {
   std::string place = model_->path + ": chain " + std::to_string(chain) + ", instruction " +
                       std::to_string(index) + " (" + ir::instruction_name(instruction);
-  if (const auto* op = std::get_if<ir::OnnxOp>(&instruction)) place += " node '" + op->name + "'";
+  const auto& origins = model_->program.chains[chain].origins;
+  if (index < origins.size() && !origins[index].empty()) place += ", from " + origins[index];
   return place + ")";
 }
 

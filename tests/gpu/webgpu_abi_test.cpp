@@ -107,7 +107,6 @@ SAME_SIZE(QuerySetDescriptor, WGPUQuerySetDescriptor);
 SAME_FIELD(QuerySetDescriptor, WGPUQuerySetDescriptor, count);
 
 SAME_VALUE(kNullTerminated, WGPU_STRLEN);
-SAME_VALUE(kQuerySetIndexUndefined, WGPU_QUERY_SET_INDEX_UNDEFINED);
 SAME_VALUE(AdapterType::CPU, WGPUAdapterType_CPU);
 SAME_VALUE(AdapterType::DiscreteGPU, WGPUAdapterType_DiscreteGPU);
 SAME_VALUE(BackendType::Null, WGPUBackendType_Null);

@@ -170,7 +170,7 @@ void logsumexp_node(const ir::LogSumExpNode& n, ExecContext& ctx) {
     uint8_t wrapped[8];
     for (int64_t e : v) {
       store_int64(t, wrapped, 0, e - m);
-      s += std::exp(static_cast<double>(load_as_int64(t, wrapped, 0)));
+      s += static_cast<float>(std::exp(static_cast<double>(load_as_int64(t, wrapped, 0))));  // float32 exp
     }
     return std::log(s) + static_cast<double>(m);
   }));

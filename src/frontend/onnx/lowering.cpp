@@ -114,9 +114,15 @@ ir::Tid Lowering::add_input(const std::string& name, ir::TensorMeta meta) {
   return tid;
 }
 
-void Lowering::emit(ir::Node node) { chains_[chain_].instructions.emplace_back(std::move(node)); }
+void Lowering::emit(ir::Node node) {
+  chains_[chain_].instructions.emplace_back(std::move(node));
+  chains_[chain_].origins.push_back(origin_);
+}
 
-void Lowering::emit(ir::OnnxOp op) { chains_[chain_].instructions.emplace_back(std::move(op)); }
+void Lowering::emit(ir::OnnxOp op) {
+  chains_[chain_].instructions.emplace_back(std::move(op));
+  chains_[chain_].origins.push_back(origin_);
+}
 
 uint32_t Lowering::new_chain() {
   chains_.emplace_back();
@@ -128,14 +134,17 @@ void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
   const uint32_t outer_chain = chain_;
   auto outer_values = values_;
   auto outer_dims = dim_cache_;
+  const std::string outer_origin = origin_;
   chain_ = chain;
   try {
     f();
   } catch (...) {
     chain_ = outer_chain;
+    origin_ = outer_origin;
     throw;
   }
   chain_ = outer_chain;
+  origin_ = outer_origin;
   values_ = std::move(outer_values);
   dim_cache_ = std::move(outer_dims);
 }
@@ -338,6 +347,7 @@ ir::IntOrVid Lowering::product(const std::vector<ir::IntOrVid>& v) {
 }
 
 void Lowering::add_output(const std::string& name, const Value& v, std::vector<ir::Dim> declared) {
+  origin_ = "graph output '" + name + "'";
   const ir::Tid source = tensor(v);
   const ir::Tid out = new_slot(SlotClass::Output);
   ir::TensorMeta meta;

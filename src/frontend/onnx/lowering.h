@@ -59,6 +59,8 @@ class Lowering {
   void emit(ir::Node node);
   void emit(ir::OnnxOp op);
   uint32_t current_chain() const { return chain_; }
+  // What the instructions emitted from now on are made from ("node 'x' (Conv)"), for errors.
+  void set_origin(std::string origin) { origin_ = std::move(origin); }
   uint32_t new_chain();
   // Runs f with instructions going to `chain` and values defined inside scoped to it.
   void in_chain(uint32_t chain, const std::function<void()>& f);
@@ -127,6 +129,7 @@ class Lowering {
   std::map<std::string, Value> values_;
   std::map<std::pair<uint32_t, int>, ir::Vid> dim_cache_;
   std::map<std::string, int> name_counts_;
+  std::string origin_;
 };
 
 // The ONNX node being lowered: its inputs, attributes and outputs, with errors that name it.

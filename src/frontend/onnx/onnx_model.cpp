@@ -108,6 +108,7 @@ void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>
     return poison_outputs(g, node);
   }
   NodeLowering n(g, node, opset_it->second);
+  g.set_origin("ONNX " + node_label(node));
   try {
     rule->lower(n);
   } catch (const Error& e) {

@@ -17,10 +17,18 @@ void unary(NodeLowering& n) {
   n.set_output(0, n.unary<N>(n.in_tensor(0)), x.dtype, x.dims);
 }
 
+// ONNX's element-wise ops take operands of one type (MLX would promote instead).
+void require_same_dtype(const NodeLowering& n, const Value& a, const Value& b) {
+  if (a.dtype != b.dtype)
+    n.fail("operands of one dtype, found " + std::string(dtype_name(a.dtype)) + " and " +
+           std::string(dtype_name(b.dtype)));
+}
+
 template <class N>
 void binary_same_type(NodeLowering& n) {
   const Value& a = n.in(0);
   const Value& b = n.in(1);
+  require_same_dtype(n, a, b);
   n.set_output(0, n.binary<N>(n.in_tensor(0), n.in_tensor(1)), a.dtype, broadcast_dims(a.dims, b.dims));
 }
 
@@ -28,6 +36,7 @@ template <class N>
 void comparison(NodeLowering& n) {
   const Value& a = n.in(0);
   const Value& b = n.in(1);
+  require_same_dtype(n, a, b);
   n.set_output(0, n.binary<N>(n.in_tensor(0), n.in_tensor(1)), DType::Bool,
                broadcast_dims(a.dims, b.dims));
 }
@@ -39,6 +48,7 @@ using ElementOp = IntOrVid (*)(Lowering&, IntOrVid, IntOrVid);
 std::optional<Value> known_arithmetic(NodeLowering& n, ElementOp op) {
   const Value& a = n.in(0);
   const Value& b = n.in(1);
+  require_same_dtype(n, a, b);
   if (is_floating(a.dtype) || a.dtype == DType::Bool || a.rank() > 1 || b.rank() > 1) return std::nullopt;
   const auto ea = n.g.known_elements(a), eb = n.g.known_elements(b);
   if (!ea || !eb) return std::nullopt;
@@ -87,12 +97,14 @@ void neg(NodeLowering& n) {
 
 // Integer division truncates in ONNX and floors in MLX: integers keep ONNX's own kernel.
 void div(NodeLowering& n) {
+  require_same_dtype(n, n.in(0), n.in(1));
   if (is_floating(n.in(0).dtype)) return binary_same_type<DivideNode>(n);
   if (auto known = known_arithmetic(n, div_elements)) return n.set_output(0, *known);
   keep_elementwise(n, n.in(0).dtype);
 }
 
 void mod(NodeLowering& n) {
+  require_same_dtype(n, n.in(0), n.in(1));
   // fmod=0 is Python's remainder (the divisor's sign): MLX's Remainder. fmod=1 is C's fmod.
   if (n.attr_int("fmod", 0) == 0 && !is_floating(n.in(0).dtype))
     return binary_same_type<RemainderNode>(n);
@@ -119,6 +131,7 @@ Value fold_variadic(NodeLowering& n) {
   Value acc = n.in(0);
   Tid t = n.in_tensor(0);
   for (size_t i = 1; i < n.num_inputs(); ++i) {
+    require_same_dtype(n, acc, n.in(i));
     t = n.binary<N>(t, n.in_tensor(i));
     acc.dims = broadcast_dims(acc.dims, n.in(i).dims);
   }
@@ -137,6 +150,7 @@ void mean(NodeLowering& n) {
 }
 
 void where(NodeLowering& n) {
+  require_same_dtype(n, n.in(1), n.in(2));
   const Tid out = n.g.new_temp();
   n.g.emit(WhereNode{.condition = n.in_tensor(0), .x = n.in_tensor(1), .y = n.in_tensor(2), .out = out});
   n.set_output(0, out, n.in(1).dtype,

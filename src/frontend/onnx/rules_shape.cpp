@@ -258,6 +258,7 @@ void concat(NodeLowering& n) {
   for (size_t i = 0; i < n.num_inputs(); ++i) {
     const Value& v = n.in(i);
     if (v.rank() != first.rank()) n.fail("inputs of equal rank");
+    if (v.dtype != first.dtype) n.fail("inputs of one dtype");
     if (v.dims[axis] == 0 && v.rank() == 1 && n.num_inputs() > 1) continue;  // empty vectors
     parts.push_back(n.in_tensor(i));
     dims[axis] = (dims[axis] < 0 || v.dims[axis] < 0) ? kUnknownDim : dims[axis] + v.dims[axis];

@@ -1,0 +1,155 @@
+// Bad ONNX input: every case is a typed wgml::Error naming the file and, where there is one, the
+// node and its op type; never a crash.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "frontend/model.h"
+#include "frontend/onnx/onnx_builder.h"
+#include "wgml/session.h"
+
+namespace wgml::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+Error load_error(const std::string& path) {
+  try {
+    frontend::load_model(path);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << path << " loaded";
+  return Error(ErrorCode::Runtime, "");
+}
+
+std::string write_bytes(const std::string& hint, const std::string& bytes) {
+  const std::string path = (fresh_directory(hint) / "model.onnx").string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(OnnxMalformed, BytesThatAreNoProtobuf) {
+  const Error e = load_error(write_bytes("garbage", std::string("\xff\xff\xff\xff not a protobuf", 20)));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("model.onnx"), HasSubstr("ModelProto")));
+}
+
+TEST(OnnxMalformed, AModelWithoutAGraph) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  const Error e = load_error(write_bytes("no_graph", m.SerializeAsString()));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
+  EXPECT_THAT(e.what(), HasSubstr("with a graph"));
+}
+
+TEST(OnnxMalformed, ACycleNamesItsNodes) {
+  OnnxModel m;
+  m.input("x", kFloat, {2}).output("b", kFloat, {2});
+  m.node("Add", {"x", "b"}, {"a"}, "left");
+  m.node("Relu", {"a"}, {"b"}, "right");
+  const Error e = load_error(m.write(fresh_directory("cycle")));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("cycle"), HasSubstr("node 'left' (Add)"), HasSubstr("node 'right' (Relu)")));
+}
+
+TEST(OnnxMalformed, AMissingInitializerNamesTheNode) {
+  OnnxModel m;
+  m.input("x", kFloat, {2}).output("y", kFloat, {2});
+  m.node("Mul", {"x", "weights"}, {"y"}, "scale");
+  const Error e = load_error(m.write(fresh_directory("missing")));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'scale' (Mul)"), HasSubstr("'weights'")));
+}
+
+TEST(OnnxMalformed, AnInitializerWhoseDataDoesNotMatchItsDims) {
+  OnnxModel m;
+  m.input("x", kFloat, {3}).output("y", kFloat, {3});
+  ::onnx::TensorProto* w = m.graph().add_initializer();
+  w->set_name("w");
+  w->set_data_type(kFloat);
+  w->add_dims(3);
+  w->set_raw_data(std::string(8, '\0'));  // two floats for three
+  m.node("Add", {"x", "w"}, {"y"});
+  const Error e = load_error(m.write(fresh_directory("short_raw")));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("initializer 'w'"), HasSubstr("expected 12 bytes of raw_data, found 8")));
+}
+
+TEST(OnnxMalformed, ExternalDataMayNotLeaveTheModelDirectory) {
+  OnnxModel m;
+  m.input("x", kFloat, {1}).output("y", kFloat, {1});
+  ::onnx::TensorProto* w = m.graph().add_initializer();
+  w->set_name("w");
+  w->set_data_type(kFloat);
+  w->add_dims(1);
+  w->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto* location = w->add_external_data();
+  location->set_key("location");
+  location->set_value("../secret.bin");
+  m.node("Add", {"x", "w"}, {"y"});
+  const Error e = load_error(m.write(fresh_directory("escape")));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
+  EXPECT_THAT(e.what(), HasSubstr("may not contain '..'"));
+}
+
+TEST(OnnxMalformed, OperandsOfDifferentDtypesNameTheNode) {
+  OnnxModel m;
+  m.input("x", kFloat, {2}).input("n", kInt64, {2}).output("y", kFloat, {2});
+  m.node("Add", {"x", "n"}, {"y"}, "mixed");
+  const Error e = load_error(m.write(fresh_directory("dtype")));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'mixed' (Add)"), HasSubstr("float32 and int64")));
+}
+
+TEST(OnnxMalformed, AnAttributeOfTheWrongType) {
+  OnnxModel m;
+  m.input("x", kFloat, {2, 3}).output("y", kFloat, {2, 3});
+  set_attr(m.node("Softmax", {"x"}, {"y"}, "soft"), "axis", std::string("last"));
+  const Error e = load_error(m.write(fresh_directory("attr")));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'soft' (Softmax)"), HasSubstr("attribute 'axis' to be an int")));
+}
+
+TEST(OnnxMalformed, AnOpsetNewerThanTheFrontendKnows) {
+  OnnxModel m(99);
+  m.input("x", kFloat, {1}).output("y", kFloat, {1});
+  m.node("Relu", {"x"}, {"y"});
+  const Error e = load_error(m.write(fresh_directory("opset")));
+  EXPECT_EQ(e.code(), ErrorCode::Unsupported);
+  EXPECT_THAT(e.what(), HasSubstr("found 99"));
+}
+
+TEST(OnnxMalformed, AnInputOfTheWrongDtypeAtRunTime) {
+  OnnxModel m;
+  m.input("x", kFloat, {2}).output("y", kFloat, {2});
+  m.node("Relu", {"x"}, {"y"});
+  Session session(m.write(fresh_directory("run_dtype")));
+  const int64_t values[2] = {1, 2};
+  try {
+    session.run({Tensor::from_bytes(DType::Int64, {2}, values)});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("expected dtype float32, found int64"));
+  }
+}
+
+TEST(OnnxMalformed, ShapesThatDoNotBroadcastAtRunTimeNameTheNode) {
+  OnnxModel m;
+  m.input("x", kFloat, {kDynamic}).input("z", kFloat, {kDynamic}).output("y", kFloat, {kDynamic});
+  m.node("Add", {"x", "z"}, {"y"}, "sum");
+  Session session(m.write(fresh_directory("run_shape")));
+  try {
+    session.run({float_tensor_of({2}, {1, 2}), float_tensor_of({3}, {1, 2, 3})});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Runtime);
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("AddNode"), HasSubstr("ONNX node 'sum' (Add)")));
+  }
+}
+
+}  // namespace
+}  // namespace wgml::testing
