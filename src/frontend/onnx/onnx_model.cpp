@@ -94,8 +94,9 @@ bool reads_poisoned(const Lowering& g, const pb::NodeProto& node) {
   return false;
 }
 
+// Nodes reading the result of an unsupported node are still checked for a lowering rule, so one
+// error lists every op the model needs; their dtype checks need the inputs and are skipped.
 void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>& unsupported) {
-  if (reads_poisoned(g, node)) return poison_outputs(g, node);
   const std::string domain = normalized_domain(node.domain());
   auto opset_it = g.opsets.find(domain);
   if (opset_it == g.opsets.end())
@@ -103,10 +104,8 @@ void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>
                 g.source() + ": " + node_label(node) + ": the model imports no opset for domain '" +
                     (domain.empty() ? "ai.onnx" : domain) + "'");
   const OpRule* rule = find_rule(domain, node.op_type(), opset_it->second);
-  if (!rule) {
-    unsupported.push_back({versioned_label(node, opset_it->second) + ": no lowering for this op"});
-    return poison_outputs(g, node);
-  }
+  if (!rule) unsupported.push_back({versioned_label(node, opset_it->second) + ": no lowering for this op"});
+  if (!rule || reads_poisoned(g, node)) return poison_outputs(g, node);
   NodeLowering n(g, node, opset_it->second);
   g.set_origin("ONNX " + node_label(node));
   try {

@@ -204,8 +204,9 @@ TEST(OnnxFrontend, ListsEveryUnsupportedUseInOneError) {
   OnnxModel m;
   m.input("x", kFloat, {2}).output("y", kFloat, {2});
   m.node("NoSuchOp", {"x"}, {"a"}, "first_bad");
-  set_attr(m.node("Cast", {"a"}, {"b"}, "second_bad"), "to", int64_t{::onnx::TensorProto::FLOAT8E4M3FN});
-  m.node("Relu", {"b"}, {"y"});
+  set_attr(m.node("Cast", {"x"}, {"b"}, "second_bad"), "to", int64_t{::onnx::TensorProto::FLOAT8E4M3FN});
+  m.node("AlsoMissing", {"a"}, {"c"}, "third_bad");  // reads an unsupported result: still listed
+  m.node("Relu", {"c"}, {"y"});
   try {
     frontend::load_model(m.write(fresh_directory("unsupported")));
     FAIL() << "expected an error";
@@ -213,6 +214,8 @@ TEST(OnnxFrontend, ListsEveryUnsupportedUseInOneError) {
     EXPECT_EQ(e.code(), ErrorCode::Unsupported);
     EXPECT_THAT(e.what(), HasSubstr("node 'first_bad' (NoSuchOp, opset 17): no lowering"));
     EXPECT_THAT(e.what(), HasSubstr("node 'second_bad' (Cast, opset 17): cast to FLOAT8E4M3FN"));
+    EXPECT_THAT(e.what(), HasSubstr("node 'third_bad' (AlsoMissing, opset 17): no lowering"));
+    EXPECT_THAT(e.what(), HasSubstr("3 unsupported"));
   }
 }
 
@@ -224,7 +227,7 @@ TEST(OnnxFrontend, SummarizesAModelForInspect) {
   ASSERT_EQ(summary.inputs.size(), 1u);
   EXPECT_EQ(summary.inputs[0].name, "x");
   EXPECT_FALSE(summary.inputs[0].shape[0].is_static());
-  EXPECT_EQ(summary.constant_count, 2u);
+  EXPECT_EQ(summary.constant_count, 3u);  // w, b, and Relu's zero
   EXPECT_EQ(count_of(summary, "AddmmNode"), 1u);
 }
 
