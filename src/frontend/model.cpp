@@ -36,7 +36,10 @@ std::vector<io::ByteView> bind_constants(const ir::Program& program, const Named
       throw Error(ErrorCode::InvalidProgram,
                   where + ": expected named data '" + slot->name + "', found none");
     const ir::TensorMeta& meta = *program.meta(ir::Tid{tid});
-    const uint64_t expected = *meta.static_numel() * dtype_size(meta.dtype);
+    const auto numel = meta.static_numel();
+    if (!numel)
+      throw Error(ErrorCode::InvalidProgram, where + ": its static shape overflows 64 bits");
+    const uint64_t expected = *numel * dtype_size(meta.dtype);
     if (!from_init[tid] && it->second.size != expected)
       throw Error(ErrorCode::InvalidProgram,
                   where + " ('" + slot->name + "'): expected " + std::to_string(expected) +
@@ -51,7 +54,7 @@ Model load_model(const std::string& path, const LoadOptions& options) {
   Model model;
   model.path = path;
   const io::ByteView file = io::map_file(path);
-  if (file.size == 0) throw Error(ErrorCode::InvalidFormat, path + ": the file is empty");
+  if (file.size == 0) throw Error(ErrorCode::InvalidFormat, path + ": byte 0: expected an ExecuTorch program or an MLX delegate payload, found an empty file");
   // Protobuf has no magic bytes: ONNX models are recognised by their extension.
   if (onnx::has_onnx_extension(path)) return onnx::load_onnx_model(path, file);
   if (ir::looks_like_payload(file)) {

@@ -133,7 +133,7 @@ bool looks_like_payload(const io::ByteView& blob) {
 Program read_payload(const io::ByteView& blob, const std::string& source) {
   if (blob.size < kPayloadHeaderSize)
     fail(ErrorCode::InvalidFormat, source,
-         "expected a 24-byte MLX0 header, found " + std::to_string(blob.size) + " bytes");
+         "byte 0: expected a 24-byte MLX0 header, found " + std::to_string(blob.size) + " bytes");
   if (!looks_like_payload(blob))
     fail(ErrorCode::InvalidFormat, source,
          "byte 0: expected 4 zero bytes then magic \"MLX0\"");

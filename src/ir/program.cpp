@@ -26,7 +26,7 @@ std::optional<uint64_t> TensorMeta::static_numel() const {
   uint64_t n = 1;
   for (const Dim& d : shape) {
     if (!d.is_static()) return std::nullopt;
-    n *= static_cast<uint64_t>(d.value);
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d.value), &n)) return std::nullopt;
   }
   return n;
 }

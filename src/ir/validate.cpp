@@ -1,6 +1,8 @@
 #include "ir/validate.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -99,12 +101,9 @@ class Validator {
     check_tensor_meta();
     for (uint32_t c = 0; c < p_.chains.size(); ++c) check_chain_slots(c);
     check_chain_refs();
-    std::vector<bool> written(p_.num_temp_tensors, false);
-    walk_liveness(p_.main_chain_idx, written);
-    if (p_.has_init_chain()) {
-      std::vector<bool> init_written(p_.num_temp_tensors, false);
-      walk_liveness(static_cast<uint32_t>(p_.init_chain_idx), init_written);
-    }
+    effects_.resize(p_.chains.size());
+    check_liveness(p_.main_chain_idx);
+    if (p_.has_init_chain()) check_liveness(static_cast<uint32_t>(p_.init_chain_idx));
   }
 
  private:
@@ -236,22 +235,50 @@ class Validator {
   // Body chains must not (directly or indirectly) contain themselves.
   void check_chain_refs() const {
     std::vector<int> state(p_.chains.size(), 0);  // 0 new, 1 on stack, 2 done
-    for (uint32_t c = 0; c < p_.chains.size(); ++c) visit_refs(c, state);
+    for (uint32_t c = 0; c < p_.chains.size(); ++c) visit_refs(c, state, 0);
   }
 
-  void visit_refs(uint32_t c, std::vector<int>& state) const {
+  // Nesting is capped so that neither this walk nor execution can exhaust the stack.
+  static constexpr int kMaxChainNesting = 256;
+
+  void visit_refs(uint32_t c, std::vector<int>& state, int depth) const {
     if (state[c] == 2) return;
     if (state[c] == 1) fail("chain " + std::to_string(c), "no chain that runs itself");
+    if (depth > kMaxChainNesting)
+      fail("chain " + std::to_string(c),
+           "body chains nested at most " + std::to_string(kMaxChainNesting) + " deep");
     state[c] = 1;
     for (const Instruction& node : p_.chains[c].instructions)
-      for (uint32_t child : child_chains(node)) visit_refs(child, state);
+      for (uint32_t child : child_chains(node)) visit_refs(child, state, depth + 1);
     state[c] = 2;
   }
 
   bool is_temp(Tid t) const { return p_.tensor_class(t) == TensorClass::Temp; }
   size_t temp_index(Tid t) const { return t.idx - (p_.num_tensors() - p_.num_temp_tensors); }
 
-  void walk_liveness(uint32_t c, std::vector<bool>& written) const {
+  // What running a chain does to temps, whatever ran before it: the temps it reads before it
+  // writes them (with the place of the first such read), and the temps it surely writes.
+  // Computed once per chain, so nested If/Scan bodies cost linear time.
+  struct ChainEffect {
+    std::map<size_t, std::string> reads_before_write;
+    std::vector<bool> writes;
+  };
+
+  void check_liveness(uint32_t chain) const {
+    const ChainEffect& effect = effect_of(chain);
+    if (!effect.reads_before_write.empty()) {
+      const auto& [temp, where] = *effect.reads_before_write.begin();
+      fail(where, "temp tensor " + std::to_string(temp + p_.num_tensors() - p_.num_temp_tensors) +
+                      " to be written by an earlier instruction");
+    }
+  }
+
+  const ChainEffect& effect_of(uint32_t c) const {
+    if (effects_[c]) return *effects_[c];
+    ChainEffect effect{{}, std::vector<bool>(p_.num_temp_tensors, false)};
+    auto note_read = [&](size_t temp, const std::string& where) {
+      if (!effect.writes[temp]) effect.reads_before_write.emplace(temp, where);
+    };
     const auto& instructions = p_.chains[c].instructions;
     for (size_t i = 0; i < instructions.size(); ++i) {
       const Instruction& node = instructions[i];
@@ -260,36 +287,41 @@ class Validator {
           node,
           [&](Tid t, FieldRole role, std::string_view field) {
             if (!is_temp(t)) return;
-            if (role == FieldRole::Write) {
-              writes.push_back(t);
-            } else if (!written[temp_index(t)]) {
-              fail(at(c, i, node, field), "temp tensor " + std::to_string(t.idx) +
-                                              " to be written by an earlier instruction");
-            }
+            if (role == FieldRole::Write) writes.push_back(t);
+            else note_read(temp_index(t), at(c, i, node, field));
           },
           [](Vid, std::string_view) {});
-      walk_children(node, written);
-      for (Tid t : writes) written[temp_index(t)] = true;
+      apply_children(node, effect.writes, note_read);
+      for (Tid t : writes) effect.writes[temp_index(t)] = true;
     }
+    effects_[c] = std::move(effect);
+    return *effects_[c];
   }
 
-  void walk_children(const Instruction& instruction, std::vector<bool>& written) const {
+  template <class NoteRead>
+  void apply_children(const Instruction& instruction, std::vector<bool>& written,
+                      NoteRead& note_read) const {
     const Node* node = as_node(instruction);
     if (!node) return;
     if (const auto* scan = std::get_if<ScanNode>(node)) {
-      std::vector<bool> body = written;
+      // The body may run zero times: its writes count for nothing after the Scan.
+      std::vector<bool> sliced(written.size(), false);
       for (Tid t : scan->sliced)
-        if (is_temp(t)) body[temp_index(t)] = true;
-      walk_liveness(static_cast<uint32_t>(scan->body_chain_idx), body);
+        if (is_temp(t)) sliced[temp_index(t)] = true;
+      for (const auto& [temp, where] : effect_of(static_cast<uint32_t>(scan->body_chain_idx)).reads_before_write)
+        if (!sliced[temp]) note_read(temp, where);
     } else if (const auto* branch = std::get_if<IfNode>(node)) {
-      std::vector<bool> then_w = written, else_w = written;
-      walk_liveness(branch->then_chain_idx, then_w);
-      walk_liveness(branch->else_chain_idx, else_w);
-      for (size_t k = 0; k < written.size(); ++k) written[k] = then_w[k] && else_w[k];
+      const ChainEffect& then_effect = effect_of(branch->then_chain_idx);
+      const ChainEffect& else_effect = effect_of(branch->else_chain_idx);
+      for (const auto* branch_effect : {&then_effect, &else_effect})
+        for (const auto& [temp, where] : branch_effect->reads_before_write) note_read(temp, where);
+      for (size_t k = 0; k < written.size(); ++k)
+        written[k] = written[k] || (then_effect.writes[k] && else_effect.writes[k]);
     }
   }
 
   const Program& p_;
+  mutable std::vector<std::optional<ChainEffect>> effects_;
   const std::string& source_;
 };
 

@@ -4,7 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstring>
 
 #include "frontend/model.h"
@@ -234,7 +233,7 @@ TEST_F(MalformedInput, MissingRequiredField) {
 // An instruction whose op_type names a node but whose `op` table is absent. The relaxed schema
 // lets it verify, and the generated decoder dereferences the missing table (null pointer).
 // Disabled until tools/gen/gen_ir_nodes.py checks `src` (see the report / issue 2).
-TEST_F(MalformedInput, DISABLED_InstructionWithoutNodeTable) {
+TEST_F(MalformedInput, InstructionWithoutNodeTable) {
   mx::MLXGraphT g = tiny_graph();
   auto& ins = *chain(g, 0).instructions[0];
   ins.op.Reset();
@@ -452,9 +451,9 @@ TEST_F(MalformedInput, PteBadExtendedHeaderLength) {
 
 // ---- validation cost ----------------------------------------------------------------------------
 
-// Chain k holds IfNode(then = k + 1, else = k + 1): 2^n paths, n + 1 chains. The liveness walk
-// must not enumerate paths. Disabled: validate.cpp's walk_liveness visits each path (see report).
-TEST_F(MalformedInput, DISABLED_NestedIfChainsValidateQuickly) {
+// Chain k holds IfNode(then = k + 1, else = k + 1): 2^40 paths through 41 chains. Validation
+// summarises each chain once; a walk that enumerated paths would never finish this test.
+TEST_F(MalformedInput, NestedIfChainsValidateQuickly) {
   constexpr uint32_t kDepth = 40;
   mx::MLXGraphT g = tiny_graph();
   g.instruction_chains.clear();
@@ -471,9 +470,7 @@ TEST_F(MalformedInput, DISABLED_NestedIfChainsValidateQuickly) {
   std::vector<std::unique_ptr<mx::InstructionT>> leaf;
   leaf.push_back(add(1, 0, 2));
   add_chain(g, std::move(leaf));
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_NO_THROW(frontend::load_model(payload_file(g)));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/wgml_fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 status=0
-for target in payload pte; do
+for target in payload pte onnx; do
   bin="$build/tests/fuzz/fuzz_$target"
   if [[ ! -x "$bin" ]]; then
     echo "run_fuzz_smoke: $bin not found (configure with -DWGML_FUZZ=ON and build it)" >&2

@@ -156,6 +156,9 @@ int main(int argc, char** argv) {
   } catch (const wgml::Error& e) {
     std::cerr << "wgml: error [" << wgml::error_code_name(e.code()) << "]: " << e.what() << "\n";
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "wgml: error [runtime]: out of memory\n";
+    return 1;
   }
   return 0;
 }

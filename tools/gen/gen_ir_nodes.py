@@ -151,6 +151,7 @@ def emit_decoder(tables, union):
         out.append(f"    case {uid}: {{")
         out.append(f"      const auto* src = ins.op_as_{name}();")
         out.append(f"      const auto node_ctx = ctx.with_node(\"{name}\");")
+        out.append(f'      if (!src) node_ctx.field("op").fail("a {name} table, found none");')
         out.append(f"      {name} n;")
         for f in tables[name]:
             out.append(f"      n.{f['name']} = {decode_expr(f).replace('ctx.', 'node_ctx.')};")

@@ -66,6 +66,20 @@ ir::TensorMeta static_meta(DType dtype, const Shape& shape) {
 
 }  // namespace
 
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw Error(ErrorCode::InvalidProgram, "shape arithmetic overflows int64: " + std::to_string(a) + " + " + std::to_string(b));
+  return r;
+}
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw Error(ErrorCode::InvalidProgram, "shape arithmetic overflows int64: " + std::to_string(a) + " * " + std::to_string(b));
+  return r;
+}
+
 std::string versioned_label(const pb::NodeProto& n, int64_t opset) {
   const std::string domain = n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + ".";
   return "node '" + n.name() + "' (" + domain + n.op_type() + ", opset " + std::to_string(opset) + ")";
@@ -294,7 +308,7 @@ std::vector<ir::IntOrVid> Lowering::int_elements(const Value& v, const std::stri
 }
 
 ir::IntOrVid Lowering::add(ir::IntOrVid a, ir::IntOrVid b) {
-  if (!a.is_vid && !b.is_vid) return literal(a.literal + b.literal);
+  if (!a.is_vid && !b.is_vid) return literal(checked_add(a.literal, b.literal));
   if (!b.is_vid && b.literal == 0) return a;
   if (!a.is_vid && a.literal == 0) return b;
   const ir::Vid out = new_value();
@@ -303,7 +317,10 @@ ir::IntOrVid Lowering::add(ir::IntOrVid a, ir::IntOrVid b) {
 }
 
 ir::IntOrVid Lowering::sub(ir::IntOrVid a, ir::IntOrVid b) {
-  if (!a.is_vid && !b.is_vid) return literal(a.literal - b.literal);
+  if (!a.is_vid && !b.is_vid) {
+    if (b.literal == INT64_MIN) throw Error(ErrorCode::InvalidProgram, "shape arithmetic overflows int64");
+    return literal(checked_add(a.literal, -b.literal));
+  }
   if (!b.is_vid && b.literal == 0) return a;
   const ir::Vid out = new_value();
   emit(ir::SubtractIntNode{.a = a, .b = b, .out = out});
@@ -311,7 +328,7 @@ ir::IntOrVid Lowering::sub(ir::IntOrVid a, ir::IntOrVid b) {
 }
 
 ir::IntOrVid Lowering::mul(ir::IntOrVid a, ir::IntOrVid b) {
-  if (!a.is_vid && !b.is_vid) return literal(a.literal * b.literal);
+  if (!a.is_vid && !b.is_vid) return literal(checked_mul(a.literal, b.literal));
   if (!b.is_vid && b.literal == 1) return a;
   if (!a.is_vid && a.literal == 1) return b;
   const ir::Vid out = new_value();
@@ -320,7 +337,7 @@ ir::IntOrVid Lowering::mul(ir::IntOrVid a, ir::IntOrVid b) {
 }
 
 ir::IntOrVid Lowering::floor_div(ir::IntOrVid a, ir::IntOrVid b) {
-  if (!a.is_vid && !b.is_vid && b.literal != 0) {
+  if (!a.is_vid && !b.is_vid && b.literal != 0 && !(a.literal == INT64_MIN && b.literal == -1)) {
     const int64_t q = a.literal / b.literal;
     return literal((a.literal % b.literal != 0 && ((a.literal < 0) != (b.literal < 0))) ? q - 1 : q);
   }
@@ -331,7 +348,7 @@ ir::IntOrVid Lowering::floor_div(ir::IntOrVid a, ir::IntOrVid b) {
 }
 
 ir::IntOrVid Lowering::mod(ir::IntOrVid a, ir::IntOrVid b) {
-  if (!a.is_vid && !b.is_vid && b.literal != 0) {
+  if (!a.is_vid && !b.is_vid && b.literal != 0 && b.literal != -1) {
     const int64_t r = a.literal % b.literal;
     return literal((r != 0 && ((r < 0) != (b.literal < 0))) ? r + b.literal : r);
   }

@@ -20,6 +20,10 @@ namespace wgml::frontend::onnx {
 
 namespace pb = ::onnx;
 
+// int64 arithmetic on dims and shape values a model states: overflow is the model's error.
+int64_t checked_add(int64_t a, int64_t b);
+int64_t checked_mul(int64_t a, int64_t b);
+
 // Dims of a value: -1 where only the run time knows it.
 using Dims = std::vector<int64_t>;
 constexpr int64_t kUnknownDim = -1;
@@ -208,8 +212,13 @@ void add_nn_rules(std::vector<OpRule>& rules);
 void add_kept_rules(std::vector<OpRule>& rules);
 void add_control_rules(std::vector<OpRule>& rules);
 void add_attention_rules(std::vector<OpRule>& rules);
+void add_quant_rules(std::vector<OpRule>& rules);
+void add_misc_rules(std::vector<OpRule>& rules);
 
 const OpRule* find_rule(const std::string& domain, const std::string& op_type, int64_t opset);
+
+// Lowers a subgraph in place with its inputs bound to `inputs`; returns its outputs.
+std::vector<Value> inline_subgraph(NodeLowering& n, const pb::GraphProto& graph, const std::vector<Value>& inputs);
 
 // "node 'name' (domain.OpType, opset N)": how unsupported uses are listed.
 std::string versioned_label(const pb::NodeProto& n, int64_t opset);

@@ -21,6 +21,8 @@ const std::vector<OpRule>& all_rules() {
     add_kept_rules(r);
     add_control_rules(r);
     add_attention_rules(r);
+    add_quant_rules(r);
+    add_misc_rules(r);
     return r;
   }();
   return rules;

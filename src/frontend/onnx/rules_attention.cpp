@@ -25,11 +25,16 @@ Tid additive(NodeLowering& n, Tid allowed, DType t) {
   return where_op(n, allowed, n.scalar(0, t), n.scalar(-kInf, t));
 }
 
-// Key positions j a query at row i may see under the causal rule j <= i + offset.
-Tid causal_allowed(NodeLowering& n, IntOrVid lq, IntOrVid lk, Tid offset) {
+// (i + offset) - j for query row i and key j: how far key j lies behind the query's position.
+// Causal attention allows distance >= 0; a sliding window bounds it on both sides.
+Tid key_distance(NodeLowering& n, IntOrVid lq, IntOrVid lk, Tid offset) {
   const Tid i = n.reshape(arange(n, lq, DType::Int64), {literal(-1), literal(1)});
   const Tid j = n.reshape(arange(n, lk, DType::Int64), {literal(1), literal(-1)});
-  return n.binary<LessEqualNode>(j, n.binary<AddNode>(i, offset));
+  return n.binary<SubtractNode>(n.binary<AddNode>(i, offset), j);
+}
+
+Tid add_bias(NodeLowering& n, std::optional<Tid> bias, Tid more) {
+  return bias ? n.binary<AddNode>(*bias, more) : more;
 }
 
 void attention(NodeLowering& n) {
@@ -37,8 +42,6 @@ void attention(NodeLowering& n) {
   const DType t = q_in.dtype;
   const bool three_d = q_in.rank() == 3;
   if (!three_d && q_in.rank() != 4) n.fail("Q of rank 3 or 4");
-  if (n.attr_int("left_window_size", -1) >= 0 || n.attr_int("right_window_size", -1) >= 0)
-    n.unsupported("sliding-window attention");
   const int64_t q_heads_attr = n.attr_int("q_num_heads", 0), kv_heads_attr = n.attr_int("kv_num_heads", 0);
   Tid q = n.in_tensor(0), k = n.in_tensor(1), v = n.in_tensor(2);
   if (three_d) {
@@ -58,7 +61,10 @@ void attention(NodeLowering& n) {
     k = concat_op(n, {n.in_tensor(4), k}, 2);
     v = concat_op(n, {n.in_tensor(5), v}, 2);
   }
-  const Value k4 = Lowering::runtime(k, t, Dims(4, kUnknownDim));
+  // The key length, known at load time where K's (and the cache's) dims are.
+  int64_t key_length = n.in(1).dims[three_d ? 1 : 2];
+  if (has_past) key_length = key_length < 0 || n.in(4).dims[2] < 0 ? kUnknownDim : key_length + n.in(4).dims[2];
+  const Value k4 = Lowering::runtime(k, t, {kUnknownDim, kUnknownDim, key_length, kUnknownDim});
   if (n.wants_output(1)) n.set_output(1, k, t, Dims(4, kUnknownDim));
   if (n.wants_output(2)) n.set_output(2, v, t, Dims(4, kUnknownDim));
   const IntOrVid lq = n.g.dim(q4, 2), lk = n.g.dim(k4, 2);
@@ -73,6 +79,8 @@ void attention(NodeLowering& n) {
   const bool nonpad = n.opset >= 24 && n.has_input(6);
   const double softcap = n.attr_float("softcap", 0);
   const bool wants_qk = n.wants_output(3);
+  const int64_t left = n.attr_int("left_window_size", -1), right = n.attr_int("right_window_size", -1);
+  const bool windowed = left >= 0 || right >= 0;
   Dims out_dims = three_d ? Dims{q_in.dims[0], q_in.dims[1], kUnknownDim} : Dims{q_in.dims[0], q_heads, q_in.dims[2], kUnknownDim};
 
   // Grouped-query attention: each KV head serves q_heads / kv_heads query heads.
@@ -88,7 +96,7 @@ void attention(NodeLowering& n) {
   };
 
   Tid y;
-  if (!causal && !has_mask && !nonpad && softcap <= 0 && !wants_qk && !n.attr("softmax_precision")) {
+  if (!causal && !windowed && !has_mask && !nonpad && softcap <= 0 && !wants_qk && !n.attr("softmax_precision")) {
     y = n.g.new_temp();
     n.g.emit(SdpaNode{.q = q, .k = k, .v = v, .out = y, .scale = static_cast<float>(scale)});
   } else {
@@ -108,21 +116,29 @@ void attention(NodeLowering& n) {
       }
       bias = m.dtype == DType::Bool ? additive(n, mask, t) : mask;
     }
-    if (causal) {
-      Tid offset = n.scalar(0, DType::Int64);
-      if (has_past) offset = scalar_of(n, n.g.dim(Lowering::runtime(n.in_tensor(4), t, n.in(4).dims), 2), DType::Int64);
-      else if (nonpad) {
-        const Tid lengths = n.cast(n.in_tensor(6), n.in(6).dtype, DType::Int64);
-        offset = n.reshape(n.binary<SubtractNode>(lengths, scalar_of(n, lq, DType::Int64)), {literal(-1), literal(1), literal(1), literal(1)});
+    // Where the query block starts among the keys: after the cache, or per batch before the
+    // padding, or at 0.
+    Tid offset = n.scalar(0, DType::Int64);
+    if (has_past) offset = scalar_of(n, n.g.dim(Lowering::runtime(n.in_tensor(4), t, n.in(4).dims), 2), DType::Int64);
+    else if (nonpad) {
+      const Tid lengths = n.cast(n.in_tensor(6), n.in(6).dtype, DType::Int64);
+      offset = n.reshape(n.binary<SubtractNode>(lengths, scalar_of(n, lq, DType::Int64)), {literal(-1), literal(1), literal(1), literal(1)});
+    }
+    if (causal || windowed) {
+      const Tid distance = key_distance(n, lq, lk, offset);
+      const Tid zero = n.scalar(0, DType::Int64);
+      if (causal) bias = add_bias(n, bias, additive(n, n.binary<GreaterEqualNode>(distance, zero), t));
+      if (left >= 0)
+        bias = add_bias(n, bias, additive(n, n.binary<LessEqualNode>(distance, n.scalar(static_cast<double>(left), DType::Int64)), t));
+      if (right >= 0) {
+        const Tid ahead = n.unary<NegNode>(distance);
+        bias = add_bias(n, bias, additive(n, n.binary<LessEqualNode>(ahead, n.scalar(static_cast<double>(right), DType::Int64)), t));
       }
-      const Tid rule = additive(n, causal_allowed(n, lq, lk, offset), t);
-      bias = bias ? n.binary<AddNode>(*bias, rule) : rule;
     }
     if (nonpad) {
       const Tid lengths = n.reshape(n.cast(n.in_tensor(6), n.in(6).dtype, DType::Int64), {literal(-1), literal(1), literal(1), literal(1)});
       const Tid j = arange(n, lk, DType::Int64);
-      const Tid padding = additive(n, n.binary<LessNode>(j, lengths), t);
-      bias = bias ? n.binary<AddNode>(*bias, padding) : padding;
+      bias = add_bias(n, bias, additive(n, n.binary<LessNode>(j, lengths), t));
     }
     // ONNX scales Q and K by sqrt(scale) each before the product.
     const Tid root = n.scalar(std::sqrt(scale), t);
@@ -159,6 +175,52 @@ void attention(NodeLowering& n) {
     y = n.reshape(n.transpose(y, {0, 2, 1, 3}), {s[0], s[1], literal(-1)});
   }
   n.set_output(0, y, t, out_dims);
+}
+
+// Scores (Q K^T scaled), each optionally rewritten by a subgraph before and after the softmax.
+void flex_attention(NodeLowering& n) {
+  const Value& q = n.in(0);
+  const Value& k = n.in(1);
+  if (q.rank() != 4 || k.rank() != 4 || n.in(2).rank() != 4) n.fail("rank-4 Q, K and V");
+  const DType t = q.dtype;
+  const int64_t q_heads = q.dims[1], kv_heads = k.dims[1], head_size = q.dims[3];
+  if (q_heads < 0 || kv_heads < 0) n.unsupported("head counts known only at run time");
+  double scale = n.attr_float("scale", 0);
+  if (!n.attr("scale")) {
+    if (head_size <= 0) n.unsupported("a head size known only at run time without an explicit scale");
+    scale = 1.0 / std::sqrt(static_cast<double>(head_size));
+  }
+  DType compute = dtype_size(t) < 4 ? DType::Float32 : t;
+  if (const pb::AttributeProto* p = n.attr("softmax_precision")) {
+    const auto st = dtype_from_onnx(static_cast<int32_t>(p->i()));
+    if (!st) n.unsupported("softmax_precision " + onnx_type_name(static_cast<int32_t>(p->i())));
+    compute = *st;
+  }
+  auto repeat_heads = [&](Tid x) {
+    if (q_heads == kv_heads) return x;
+    if (kv_heads == 0 || q_heads % kv_heads != 0) n.fail("q heads divisible by kv heads");
+    const auto s = n.g.shape_of(Lowering::runtime(x, t, Dims(4, kUnknownDim)));
+    const Tid out = n.g.new_temp();
+    n.g.emit(BroadcastToNode{.x = expand_dims(n, x, 2), .out = out, .shape = {s[0], s[1], literal(q_heads / kv_heads), s[2], s[3]}});
+    return n.reshape(out, {s[0], literal(q_heads), s[2], s[3]});
+  };
+  const Tid root = n.scalar(std::sqrt(static_cast<float>(scale)), t);
+  const Tid kt = n.transpose(n.binary<MultiplyNode>(repeat_heads(n.in_tensor(1)), root), {0, 1, 3, 2});
+  Value scores = Lowering::runtime(n.cast(matmul_op(n, n.binary<MultiplyNode>(n.in_tensor(0), root), kt), t, compute), compute, Dims(4, kUnknownDim));
+  auto modified = [&](const char* attribute, Value v) {
+    const pb::GraphProto* graph = n.attr_graph(attribute);
+    if (!graph) return v;
+    const std::vector<Value> out = inline_subgraph(n, *graph, {v});
+    if (out.size() != 1) n.fail(std::string("a ") + attribute + " subgraph with one output");
+    return Lowering::runtime(n.cast(n.g.tensor(out[0]), out[0].dtype, compute), compute, Dims(4, kUnknownDim));
+  };
+  scores = modified("score_mod", scores);
+  const Tid probs = n.g.new_temp();
+  n.g.emit(SoftmaxNode{.x = n.g.tensor(scores), .out = probs, .axis = -1, .precise = true});
+  const Value mod_probs = modified("prob_mod", Lowering::runtime(probs, compute, Dims(4, kUnknownDim)));
+  const Tid v = n.cast(repeat_heads(n.in_tensor(2)), n.in(2).dtype, compute);
+  const Tid y = matmul_op(n, n.g.tensor(mod_probs), v);
+  n.set_output(0, n.cast(y, compute, n.in(2).dtype), n.in(2).dtype, {q.dims[0], q_heads, q.dims[2], n.in(2).dims[3]});
 }
 
 // x rotated pairwise by angles whose cos and sin are given per position.
@@ -269,6 +331,7 @@ void softmax_cross_entropy(NodeLowering& n) {
 
 void add_attention_rules(std::vector<OpRule>& r) {
   r.push_back({"", "Attention", 23, attention});
+  r.push_back({"ai.onnx.preview", "FlexAttention", 1, flex_attention});
   r.push_back({"", "RotaryEmbedding", 23, rotary_embedding});
   r.push_back({"", "NegativeLogLikelihoodLoss", 12, nll_loss});
   r.push_back({"", "SoftmaxCrossEntropyLoss", 12, softmax_cross_entropy});

@@ -26,6 +26,7 @@ void lower_body(NodeLowering& n, const pb::GraphProto& body) {
 
 const Value& body_output(NodeLowering& n, const pb::GraphProto& body, int i) {
   const std::string& name = body.output(i).name();
+  if (n.g.poisoned.count(name)) n.unsupported("subgraph output '" + name + "' comes from an unsupported node");
   if (!n.g.has_value(name)) n.fail("subgraph output '" + name + "' to be produced in the subgraph");
   return n.g.value(name);
 }
@@ -51,6 +52,13 @@ void if_op(NodeLowering& n) {
   const size_t outputs = n.num_outputs();
   if (then_graph->output_size() != static_cast<int>(outputs) || else_graph->output_size() != static_cast<int>(outputs))
     n.fail("branches with " + std::to_string(outputs) + " outputs");
+  // A condition known at load time picks its branch now: lowered in place, the other dropped.
+  if (const auto known = n.g.literal_ints(n.in(0)); known && known->size() == 1) {
+    const pb::GraphProto& taken = (*known)[0] != 0 ? *then_graph : *else_graph;
+    lower_body(n, taken);
+    for (size_t i = 0; i < outputs; ++i) n.set_output(i, body_output(n, taken, static_cast<int>(i)));
+    return;
+  }
   const IntOrVid cond = n.g.int_elements(n.in(0), n.where() + " input 0 (cond)")[0];
   std::vector<Tid> slots;
   for (size_t i = 0; i < outputs; ++i) slots.push_back(n.g.new_temp());
@@ -247,6 +255,16 @@ void scan(NodeLowering& n) {
 }
 
 }  // namespace
+
+std::vector<Value> inline_subgraph(NodeLowering& n, const pb::GraphProto& graph, const std::vector<Value>& inputs) {
+  if (graph.input_size() != static_cast<int>(inputs.size()))
+    n.fail("a subgraph with " + std::to_string(inputs.size()) + " inputs, found " + std::to_string(graph.input_size()));
+  for (size_t i = 0; i < inputs.size(); ++i) n.g.define(graph.input(static_cast<int>(i)).name(), inputs[i]);
+  lower_body(n, graph);
+  std::vector<Value> outputs;
+  for (int i = 0; i < graph.output_size(); ++i) outputs.push_back(body_output(n, graph, i));
+  return outputs;
+}
 
 void add_control_rules(std::vector<OpRule>& r) {
   r.push_back({"", "If", 1, if_op});

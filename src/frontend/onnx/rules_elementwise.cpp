@@ -2,6 +2,7 @@
 // casts. Most map to one mlx node; activations are short compositions of them.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "frontend/onnx/lowering.h"
 #include "frontend/onnx/rule_helpers.h"
@@ -32,11 +33,35 @@ void binary_same_type(NodeLowering& n) {
   n.set_output(0, n.binary<N>(n.in_tensor(0), n.in_tensor(1)), a.dtype, broadcast_dims(a.dims, b.dims));
 }
 
+// Comparisons of shape values known at load time fold to constants (conditions of Ifs that
+// pick a branch by rank, for instance).
+template <class N>
+std::optional<Value> folded_comparison(NodeLowering& n) {
+  const auto a = n.g.literal_ints(n.in(0)), b = n.g.literal_ints(n.in(1));
+  if (!a || !b || n.in(0).rank() > 1 || n.in(1).rank() > 1) return std::nullopt;
+  if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
+  const size_t len = std::max(a->size(), b->size());
+  Tensor t(DType::Bool, n.in(0).rank() == 0 && n.in(1).rank() == 0 ? Shape{} : Shape{static_cast<int64_t>(len)});
+  for (size_t i = 0; i < len; ++i) {
+    const int64_t x = (*a)[a->size() == 1 ? 0 : i], y = (*b)[b->size() == 1 ? 0 : i];
+    bool r;
+    if constexpr (std::is_same_v<N, EqualNode>) r = x == y;
+    else if constexpr (std::is_same_v<N, LessNode>) r = x < y;
+    else if constexpr (std::is_same_v<N, LessEqualNode>) r = x <= y;
+    else if constexpr (std::is_same_v<N, GreaterNode>) r = x > y;
+    else if constexpr (std::is_same_v<N, GreaterEqualNode>) r = x >= y;
+    else return std::nullopt;
+    t.mutable_data()[i] = r;
+  }
+  return n.g.constant_value(t);
+}
+
 template <class N>
 void comparison(NodeLowering& n) {
   const Value& a = n.in(0);
   const Value& b = n.in(1);
   require_same_dtype(n, a, b);
+  if (auto folded = folded_comparison<N>(n)) return n.set_output(0, *folded);
   n.set_output(0, n.binary<N>(n.in_tensor(0), n.in_tensor(1)), DType::Bool,
                broadcast_dims(a.dims, b.dims));
 }
@@ -378,7 +403,7 @@ void dropout(NodeLowering& n) {
   if (n.has_input(1) && n.in(1).constant) ratio = load_scalar(*n.in(1).constant);
   const bool ratio_known = !n.has_input(1) || n.in(1).constant;
   if (n.opset >= 12 && n.has_input(2) && !n.g.literal_ints(n.in(2)) && !(ratio_known && ratio == 0))
-    n.unsupported("a training_mode known only at run time (training mode drops at random)");
+    return keep(n, {v.dtype, DType::Bool}, {v.dims, v.dims});
   if (training && !(ratio_known && ratio == 0)) n.unsupported("training-mode dropout (random)");
   n.set_output(0, v);
   if (n.wants_output(1)) n.set_output(1, full_like(n, n.in_tensor(0), 1, DType::Bool), DType::Bool, v.dims);

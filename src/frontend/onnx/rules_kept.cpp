@@ -102,6 +102,27 @@ void einsum(NodeLowering& n) {
   keep(n, {n.in(0).dtype}, {unknown(rank)});
 }
 
+// RNN, GRU, LSTM: Y [seq, dirs, batch, hidden] (or batch first), Y_h and Y_c [dirs, batch, hidden].
+void recurrent(NodeLowering& n) {
+  const Value& x = n.in(0);
+  const std::string op = n.node.op_type();
+  const std::vector<std::string> defaults = op == "RNN" ? std::vector<std::string>{"Tanh"}
+                                            : op == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                          : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  if (const pb::AttributeProto* a = n.attr("activations"))
+    for (int i = 0; i < a->strings_size(); ++i)
+      if (a->strings(i) != defaults[static_cast<size_t>(i) % defaults.size()])
+        n.unsupported("activation " + a->strings(i) + " (only the default activations)");
+  if (op == "LSTM" && n.attr_int("input_forget", 0) != 0) n.unsupported("input_forget");
+  const bool batch_first = n.attr_int("layout", 0) != 0;
+  const int64_t directions = n.attr_string("direction", "forward") == "bidirectional" ? 2 : 1;
+  const int64_t hidden = n.attr_int("hidden_size", kUnknownDim);
+  const int64_t seq = x.dims[batch_first ? 1 : 0], batch = x.dims[batch_first ? 0 : 1];
+  const Dims y = batch_first ? Dims{batch, seq, directions, hidden} : Dims{seq, directions, batch, hidden};
+  const Dims state = batch_first ? Dims{batch, directions, hidden} : Dims{directions, batch, hidden};
+  keep(n, {x.dtype, x.dtype, x.dtype}, {y, state, state});
+}
+
 }  // namespace
 
 void add_kept_rules(std::vector<OpRule>& r) {
@@ -123,6 +144,10 @@ void add_kept_rules(std::vector<OpRule>& r) {
   add("GridSample", grid_sample, 16);
   add("RoiAlign", roi_align, 10);
   add("Einsum", einsum, 12);
+  add("TensorScatter", same_as_input, 24);
+  add("RNN", recurrent, 7);
+  add("GRU", recurrent, 7);
+  add("LSTM", recurrent, 7);
 }
 
 }  // namespace wgml::frontend::onnx

@@ -15,12 +15,26 @@ namespace {
 
 using namespace ir;
 
+// Tensors folded at load time stay below this many elements; larger ones are computed at run
+// time, so a model cannot make loading allocate without bound.
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 22;
+
 Value known_vector(DType dtype, std::vector<IntOrVid> elements, bool scalar = false) {
   Value v;
   v.dtype = dtype;
   if (!scalar) v.dims = {static_cast<int64_t>(elements.size())};
   v.elements = std::move(elements);
   return v;
+}
+
+// Whether dims describe a tensor small enough to fold (all dims >= 0, no overflow).
+bool folded_size_ok(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > kMaxFoldedElements / d)) return false;
+    n *= d;
+  }
+  return n <= kMaxFoldedElements;
 }
 
 int64_t known_or_unknown(const IntOrVid& d) { return d.is_vid ? kUnknownDim : d.literal; }
@@ -76,7 +90,8 @@ void constant_of_shape(NodeLowering& n) {
   const DType dtype = value ? value->dtype() : DType::Float32;
   const double fill = value ? load_scalar(*value) : 0.0;
   const std::vector<IntOrVid> shape = n.g.int_elements(n.in(0), n.where() + " input 0");
-  if (auto literal_shape = n.g.literal_ints(n.in(0))) {
+  const auto literal_shape = n.g.literal_ints(n.in(0));
+  if (literal_shape && folded_size_ok(*literal_shape)) {
     Tensor t(dtype, Shape(literal_shape->begin(), literal_shape->end()));
     for (int64_t i = 0; i < t.numel(); ++i) {
       if (value) std::memcpy(t.mutable_data() + i * dtype_size(dtype), value->data(), dtype_size(dtype));
@@ -94,15 +109,20 @@ void range(NodeLowering& n) {
   if (!is_floating(t) && s0 && s1 && s2 && s0->size() == 1 && s1->size() == 1 && s2->size() == 1) {
     const int64_t first = (*s0)[0], limit = (*s1)[0], delta = (*s2)[0];
     if (delta == 0) n.fail("a nonzero delta");
-    std::vector<IntOrVid> elements;
-    for (int64_t v = first; delta > 0 ? v < limit : v > limit; v += delta) elements.push_back(literal(v));
-    return n.set_output(0, known_vector(t, elements));
+    const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(first)) / static_cast<double>(delta));
+    if (count <= 4096) {
+      std::vector<IntOrVid> elements;
+      for (int64_t i = 0; i < count; ++i) elements.push_back(literal(checked_add(first, checked_mul(i, delta))));
+      return n.set_output(0, known_vector(t, elements));
+    }
   }
   if (start.constant && n.in(1).constant && n.in(2).constant) {
     const double s = load_scalar(*start.constant), limit = load_scalar(*n.in(1).constant);
     const double delta = load_scalar(*n.in(2).constant);
     if (delta == 0) n.fail("a nonzero delta");
-    const int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - s) / delta)));
+    const double exact_count = std::max(0.0, std::ceil((limit - s) / delta));
+    if (!(exact_count <= kMaxFoldedElements)) n.unsupported("a Range of more than 2^22 elements");
+    const int64_t count = static_cast<int64_t>(exact_count);
     Tensor out(t, {count});
     for (int64_t i = 0; i < count; ++i) {
       if (is_floating(t)) store_double(t, out.mutable_data(), i, s + static_cast<double>(i) * delta);
@@ -555,7 +575,8 @@ void trilu(NodeLowering& n) {
 
 void eye_like(NodeLowering& n) {
   const Value& x = n.in(0);
-  if (x.rank() != 2 || !x.dims_known()) n.unsupported("EyeLike of an input whose shape is known only at run time");
+  if (x.rank() != 2 || !x.dims_known() || !folded_size_ok(x.dims))
+    n.unsupported("EyeLike of an input whose shape is known only at run time or is huge");
   const pb::AttributeProto* dt = n.attr("dtype");
   const auto dtype = dt ? dtype_from_onnx(static_cast<int32_t>(dt->i())) : std::optional<DType>(x.dtype);
   if (!dtype) n.unsupported("dtype " + onnx_type_name(static_cast<int32_t>(dt->i())));

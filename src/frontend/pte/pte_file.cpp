@@ -138,7 +138,7 @@ PteContents read_pte(const io::ByteView& file, const std::string& path) {
     }
   }
   fail(ErrorCode::Unsupported, path,
-       "expected a delegate with id \"MLXBackend\"; this program was not lowered with "
+       "execution_plan: expected a delegate with id \"MLXBackend\"; this program was not lowered with "
        "ExecuTorch's MLX partitioner");
 }
 

@@ -86,6 +86,8 @@ void register_onnx_ops(runtime::KernelTable& t) {
   onnx_ops::register_index_ops(t);
   onnx_ops::register_sampling_ops(t);
   onnx_ops::register_dynamic_ops(t);
+  onnx_ops::register_recurrent_ops(t);
+  onnx_ops::register_misc_ops(t);
 }
 
 }  // namespace wgml::backend::cpu

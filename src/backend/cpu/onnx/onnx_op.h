@@ -52,5 +52,7 @@ void register_resize_ops(runtime::KernelTable& t);
 void register_index_ops(runtime::KernelTable& t);
 void register_sampling_ops(runtime::KernelTable& t);
 void register_dynamic_ops(runtime::KernelTable& t);
+void register_recurrent_ops(runtime::KernelTable& t);
+void register_misc_ops(runtime::KernelTable& t);
 
 }  // namespace wgml::backend::cpu::onnx_ops

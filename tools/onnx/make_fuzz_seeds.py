@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the ONNX loader's fuzz target (tests/fuzz/fuzz_onnx.cpp).
+
+    .venv/bin/python tools/onnx/make_fuzz_seeds.py tests/fuzz/corpus/onnx
+
+Small models (a few hundred bytes each) that reach the loader's main paths: initializers and
+Constant nodes, dynamic dims and shape arithmetic, convolution and pooling, a kept ai.onnx op,
+subgraphs (If, Loop), attention, and an external-data reference.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "seed", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def vi(name, elem, dims):
+    return helper.make_tensor_value_info(name, elem, dims)
+
+
+def dense():
+    w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    b = numpy_helper.from_array(np.ones(3, dtype=np.float32), "b")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["z"]),
+             helper.make_node("Relu", ["z"], ["y"])]
+    return model(nodes, [vi("x", F, ["n", 2])], [vi("y", F, ["n", 3])], [w, b])
+
+
+def shape_arithmetic():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64))),
+             helper.make_node("Gather", ["s", "zero"], ["n"]),
+             helper.make_node("Constant", [], ["axes"], value=numpy_helper.from_array(np.array([0], np.int64))),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Constant", [], ["rest"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+             helper.make_node("Concat", ["n1", "rest"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    return model(nodes, [vi("x", F, ["n", 3, 4])], [vi("y", F, ["n", 12])])
+
+
+def conv_pool():
+    w = numpy_helper.from_array(np.ones((2, 1, 3, 3), dtype=np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["p"], ["y"])]
+    return model(nodes, [vi("x", F, [1, 1, 4, 4])], [vi("y", F, [1, 2, 1, 1])], [w])
+
+
+def resize():
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest",
+                            coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    return model([node], [vi("x", F, [1, 1, 2, 2])], [vi("y", F, [1, 1, 4, 4])], [scales], opset=13)
+
+
+def branches():
+    def branch(name, value):
+        const = helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array([value], np.float32)))
+        return helper.make_graph([const], name, [], [vi(name, F, [1])])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch("t", 1.0), else_branch=branch("e", 2.0))
+    return model([node], [vi("c", TensorProto.BOOL, [])], [vi("y", F, [1])])
+
+
+def loop():
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "v_in"], ["v_out"])],
+        "body", [vi("i", I64, []), vi("cond_in", TensorProto.BOOL, []), vi("v_in", F, [1])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("v_out", F, [1])])
+    trips = numpy_helper.from_array(np.array(3, np.int64), "trips")
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    node = helper.make_node("Loop", ["trips", "cond", "x"], ["y"], body=body)
+    return model([node], [vi("x", F, [1])], [vi("y", F, [1])], [trips, cond])
+
+
+def attention():
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1)
+    return model([node], [vi("q", F, [1, 2, 3, 4]), vi("k", F, [1, 2, 3, 4]), vi("v", F, [1, 2, 3, 4])],
+                 [vi("y", F, [1, 2, 3, 4])], opset=23)
+
+
+def external_data():
+    w = TensorProto(name="w", data_type=F, dims=[2])
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "weights.bin"), ("offset", "0"), ("length", "8")):
+        entry = w.external_data.add()
+        entry.key, entry.value = key, value
+    return model([helper.make_node("Mul", ["x", "w"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], [w])
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for make in (dense, shape_arithmetic, conv_pool, resize, branches, loop, attention, external_data):
+        data = make().SerializeToString()
+        with open(os.path.join(out, f"{make.__name__}.onnx"), "wb") as f:
+            f.write(data)
+        print(f"{make.__name__}.onnx {len(data)} bytes")
+
+
+if __name__ == "__main__":
+    main()
