@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "frontend/onnx/onnx_model.h"
 #include "fuzz_common.h"
 #include "wgml/error.h"

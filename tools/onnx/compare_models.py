@@ -142,11 +142,11 @@ def main():
                     continue
                 diff = np.abs(have.astype(np.float64) - want)
                 ok = bool(np.all(diff <= args.tolerance * np.abs(want) + ABSOLUTE_FLOOR))
-                significant = np.abs(want) > 10 * ABSOLUTE_FLOOR
+                significant = np.abs(want) >= ABSOLUTE_FLOOR / args.tolerance
                 relative = float(np.max(diff[significant] / np.abs(want[significant]))) if significant.any() else 0.0
                 failures += not ok
                 print(f"{'ok  ' if ok else 'FAIL'} {name} ({kind}) {out_name} {list(want.shape)}: max relative error "
-                      f"{relative:.2e} where |expected| > {10 * ABSOLUTE_FLOOR:g}, max absolute error "
+                      f"{relative:.2e} where |expected| >= {ABSOLUTE_FLOOR / args.tolerance:g}, max absolute error "
                       f"{float(diff.max()):.2e} (wgml {seconds:.2f} s)")
     sys.exit(1 if failures else 0)
 

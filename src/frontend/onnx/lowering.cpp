@@ -121,6 +121,18 @@ ir::Tid Lowering::add_constant(const Tensor& t, const std::string& name_hint) {
   return tid;
 }
 
+ir::Tid Lowering::scalar_constant(double v, DType dtype) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  auto [it, fresh] = scalars_.emplace(std::make_pair(dtype, bits), ir::Tid{});
+  if (fresh) {
+    Tensor t(dtype, {});
+    store_double(dtype, t.mutable_data(), 0, v);
+    it->second = add_constant(t, "scalar");
+  }
+  return it->second;
+}
+
 ir::Tid Lowering::add_input(const std::string& name, ir::TensorMeta meta) {
   const ir::Tid tid = new_slot(SlotClass::Input);
   slot_meta_[tid.idx] = std::move(meta);
@@ -528,17 +540,13 @@ std::vector<int64_t> NodeLowering::literal_ints_input(size_t i, const std::strin
 }
 
 int NodeLowering::axis(int64_t a, int rank) const {
-  if (a < -rank || a >= std::max(rank, 1))
+  if (a < -rank || a >= rank)
     fail("an axis in [" + std::to_string(-rank) + ", " + std::to_string(rank) + "), found " +
          std::to_string(a));
   return static_cast<int>(a < 0 ? a + rank : a);
 }
 
-ir::Tid NodeLowering::scalar(double v, DType dtype) {
-  Tensor t(dtype, {});
-  store_double(dtype, t.mutable_data(), 0, v);
-  return g.add_constant(t, "scalar");
-}
+ir::Tid NodeLowering::scalar(double v, DType dtype) { return g.scalar_constant(v, dtype); }
 
 ir::Tid NodeLowering::cast(ir::Tid x, DType from, DType to) {
   return from == to ? x : convert(x, to);

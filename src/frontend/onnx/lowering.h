@@ -57,6 +57,8 @@ class Lowering {
   ir::Tid new_temp();
   ir::Vid new_value();
   ir::Tid add_constant(const Tensor& t, const std::string& name_hint);
+  // A 0-D constant, one slot per (dtype, value) however often it is asked for.
+  ir::Tid scalar_constant(double v, DType dtype);
   ir::Tid add_input(const std::string& name, ir::TensorMeta meta);
 
   // Instructions go to the current chain (the main chain, or a subgraph's body while lowering it).
@@ -134,6 +136,7 @@ class Lowering {
   std::map<std::pair<uint32_t, int>, ir::Vid> dim_cache_;
   std::map<std::string, int> name_counts_;
   std::string origin_;
+  std::map<std::pair<DType, uint64_t>, ir::Tid> scalars_;  // by dtype and the value's bits
 };
 
 // The ONNX node being lowered: its inputs, attributes and outputs, with errors that name it.

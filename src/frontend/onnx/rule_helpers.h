@@ -28,6 +28,10 @@ ir::Tid matmul_op(NodeLowering& n, ir::Tid a, ir::Tid b);  // batched, broadcast
 ir::Tid arange(NodeLowering& n, ir::IntOrVid stop, DType dtype);  // 0, 1, ..., stop - 1
 ir::Tid squeeze_axes(NodeLowering& n, ir::Tid x, const std::vector<int>& axes);
 
+// ONNX Conv of x [N, C, spatial...] with w [M, C/group, kernel...] (the node's attributes), as an
+// mlx Conv node between channels-last transposes; bias [M] optional.
+Value convolution(NodeLowering& n, const Value& x, const Value& w, std::optional<ir::Tid> bias);
+
 // A constant with its axes reordered (out axis i is axis perm[i]): weights are laid out for the
 // mlx nodes once, at load time.
 Tensor permute_constant(const Tensor& t, const std::vector<int>& perm);

@@ -168,19 +168,21 @@ bool condition_stays_true(const pb::GraphProto& body) {
   return false;
 }
 
-// Loop with trip count M: a scan over arange(M), the iteration number being the slice. The
-// condition must stay true: an early exit has no form in the IR.
+// Loop with trip count M: a scan over arange(M), the iteration number being the slice. A body
+// must pass its condition through unchanged (an early exit has no form in the IR), so the loop
+// runs M times when the initial condition holds and not at all otherwise: M * cond steps.
 void loop(NodeLowering& n) {
   const pb::GraphProto* body = n.attr_graph("body");
   if (!body) n.fail("a body graph");
   if (!n.has_input(0)) n.unsupported("a Loop without a trip count (it runs until its condition turns false)");
-  if (n.has_input(1) && !is_true_constant(n.g, n.in(1))) n.unsupported("a Loop whose initial condition is not the constant true");
   const int carried = static_cast<int>(n.num_inputs()) - 2;
   if (body->input_size() != carried + 2 || body->output_size() < carried + 1)
     n.fail("a body with " + std::to_string(carried + 2) + " inputs and at least " + std::to_string(carried + 1) + " outputs");
   if (!condition_stays_true(*body)) n.unsupported("a Loop whose body computes its condition (early exit)");
 
-  const IntOrVid trip = n.g.int_elements(n.in(0), n.where() + " input 0 (M)")[0];
+  IntOrVid trip = n.g.int_elements(n.in(0), n.where() + " input 0 (M)")[0];
+  if (n.has_input(1) && !is_true_constant(n.g, n.in(1)))
+    trip = n.g.mul(trip, n.g.int_elements(n.in(1), n.where() + " input 1 (cond)")[0]);
   const Tid iterations = n.g.new_temp();
   n.g.emit(ARangeNode{.out = iterations, .start = literal(0), .stop = trip, .step = literal(1), .scalar_type = *scalar_type(DType::Int64)});
   ScanParts parts;

@@ -141,6 +141,37 @@ void affine_grid(NodeLowering& n) {
   keep(n, {n.in(0).dtype}, {unknown(spatial + 2)});
 }
 
+void dft(NodeLowering& n) { keep_with_rank(n, n.in(0).dtype, n.in(0).rank()); }
+void stft(NodeLowering& n) { keep_with_rank(n, n.in(0).dtype, 4); }
+
+// ai.onnx.ml Binarizer: 1 where x > threshold, else 0, in x's type.
+void binarizer(NodeLowering& n) {
+  const Value& x = n.in(0);
+  const Tid above = n.binary<GreaterNode>(n.in_tensor(0), n.scalar(n.attr_float("threshold", 0), x.dtype));
+  n.set_output(0, n.cast(above, DType::Bool, x.dtype), x.dtype, x.dims);
+}
+
+// ai.onnx.ml ArrayFeatureExtractor: the listed positions of the last axis.
+void array_feature_extractor(NodeLowering& n) {
+  const Value& x = n.in(0);
+  const Value& indices = n.in(1);
+  const Tid out = n.g.new_temp();
+  n.g.emit(TakeNode{.x = n.in_tensor(0), .out = out, .index = {0, {}, n.reshape(n.in_tensor(1), {literal(-1)}), IntOrVidOrTid::Tensor}, .axis = -1});
+  Dims dims = x.dims;
+  if (dims.empty()) n.fail("an input of rank >= 1");
+  dims.back() = indices.dims_known() && indices.rank() > 0 ? indices.dims.back() : kUnknownDim;
+  n.set_output(0, out, x.dtype, dims);
+}
+
+// Optional values of tensors are the tensors themselves; an omitted input is the empty optional.
+void optional_has_element(NodeLowering& n) {
+  Tensor present(DType::Bool, {});
+  present.mutable_data()[0] = n.has_input(0);
+  n.set_output(0, n.g.constant_value(present));
+}
+
+void optional_get_element(NodeLowering& n) { n.set_output(0, n.in(0)); }
+
 }  // namespace
 
 void add_misc_rules(std::vector<OpRule>& r) {
@@ -155,6 +186,12 @@ void add_misc_rules(std::vector<OpRule>& r) {
   r.push_back({"", "Det", 11, det});
   r.push_back({"", "MaxUnpool", 9, max_unpool});
   r.push_back({"", "AffineGrid", 20, affine_grid});
+  r.push_back({"", "DFT", 17, dft});
+  r.push_back({"", "OptionalHasElement", 15, optional_has_element});
+  r.push_back({"", "OptionalGetElement", 15, optional_get_element});
+  r.push_back({"", "STFT", 17, stft});
+  r.push_back({"ai.onnx.ml", "Binarizer", 1, binarizer});
+  r.push_back({"ai.onnx.ml", "ArrayFeatureExtractor", 1, array_feature_extractor});
 }
 
 }  // namespace wgml::frontend::onnx

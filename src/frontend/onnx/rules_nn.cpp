@@ -182,15 +182,14 @@ Tid conv_transpose_node(NodeLowering& n, Tid x, Tid w, const Window& win, const 
 }
 
 // The weight as the mlx node wants it: folded at load time for constants.
-Tid laid_out_weight(NodeLowering& n, size_t input, const std::vector<int64_t>& grouped_shape,
+Tid laid_out_weight(NodeLowering& n, const Value& w, const std::vector<int64_t>& grouped_shape,
                     const std::vector<int>& perm, const std::vector<int64_t>& final_shape) {
-  const Value& w = n.in(input);
   if (w.constant) {
     const Tensor grouped = w.constant->reshaped(Shape(grouped_shape.begin(), grouped_shape.end()));
     const Tensor laid = permute_constant(grouped, perm).reshaped(Shape(final_shape.begin(), final_shape.end()));
-    return n.g.add_constant(laid, n.node.input(static_cast<int>(input)) + ":mlx_layout");
+    return n.g.add_constant(laid, "weight:mlx_layout");
   }
-  const Tid grouped = n.reshape(n.in_tensor(input), literals(grouped_shape));
+  const Tid grouped = n.reshape(n.g.tensor(w), literals(grouped_shape));
   return n.reshape(n.transpose(grouped, perm), literals(final_shape));
 }
 
@@ -204,9 +203,9 @@ int64_t conv_out_dim(int64_t in, const Window& w, int i) {
   return (in + w.begin[i] + w.end[i] - (w.kernel[i] - 1) * w.dilations[i] - 1) / w.strides[i] + 1;
 }
 
-void conv(NodeLowering& n) {
-  const Value& x = n.in(0);
-  const Value& wv = n.in(1);
+}  // namespace
+
+Value convolution(NodeLowering& n, const Value& x, const Value& wv, std::optional<Tid> bias) {
   const Window win = window(n, x, weight_kernel(n, wv));
   const int rank = x.rank();
   if (rank != win.spatial + 2) n.fail("an input of rank " + std::to_string(win.spatial + 2));
@@ -215,18 +214,26 @@ void conv(NodeLowering& n) {
   std::vector<int64_t> final_shape{wv.dims[0]};
   final_shape.insert(final_shape.end(), win.kernel.begin(), win.kernel.end());
   final_shape.push_back(wv.dims[1]);
-  const Tid w = laid_out_weight(n, 1, wv.dims, to_channels_last(rank), final_shape);
-  Tid t = n.transpose(n.in_tensor(0), to_channels_last(rank));
+  const Tid w = laid_out_weight(n, wv, wv.dims, to_channels_last(rank), final_shape);
+  Tid t = n.transpose(n.g.tensor(x), to_channels_last(rank));
   std::vector<int64_t> pad = win.begin;
   if (!symmetric(win)) {
     t = pad_spatial_channels_last(n, t, rank, literals(win.begin), literals(win.end), 0, 1);
     pad.assign(win.spatial, 0);
   }
   t = conv_node(n, t, w, win, pad, groups);
-  if (n.has_input(2)) t = n.binary<AddNode>(t, n.in_tensor(2));
+  if (bias) t = n.binary<AddNode>(t, *bias);  // [C_out] broadcasts over the channels-last result
   Dims dims{x.dims[0], wv.dims[0]};
   for (int i = 0; i < win.spatial; ++i) dims.push_back(conv_out_dim(x.dims[2 + i], win, i));
-  n.set_output(0, n.transpose(t, to_channels_first(rank)), x.dtype, dims);
+  return Lowering::runtime(n.transpose(t, to_channels_first(rank)), x.dtype, dims);
+}
+
+namespace {
+
+void conv(NodeLowering& n) {
+  std::optional<Tid> bias;
+  if (n.has_input(2)) bias = n.in_tensor(2);
+  n.set_output(0, convolution(n, n.in(0), n.in(1), bias));
 }
 
 void conv_transpose(NodeLowering& n) {
@@ -280,7 +287,7 @@ void conv_transpose(NodeLowering& n) {
   std::vector<int64_t> final_shape{groups * m_per_group};
   final_shape.insert(final_shape.end(), kernel.begin(), kernel.end());
   final_shape.push_back(c / groups);
-  const Tid w = laid_out_weight(n, 1, grouped, perm, final_shape);
+  const Tid w = laid_out_weight(n, wv, grouped, perm, final_shape);
   Tid t = n.transpose(n.in_tensor(0), to_channels_last(rank));
   // Symmetric padding goes to the node; asymmetric padding crops the unpadded result.
   std::vector<int64_t> pad = win.begin;
@@ -401,7 +408,7 @@ double lowest(DType t) {
 
 void max_pool(NodeLowering& n) {
   const Value& x = n.in(0);
-  if (n.wants_output(1)) n.unsupported("MaxPool's Indices output");
+  if (n.wants_output(1)) return keep(n, {x.dtype, DType::Int64}, {Dims(x.rank(), kUnknownDim), Dims(x.rank(), kUnknownDim)});
   const Window w = pool_window(n, x);
   const PoolPlan plan = pool_plan(n, x, w, n.attr_int("ceil_mode", 0) != 0);
   const Tid view = windows(n, n.in_tensor(0), x, w, plan, lowest(x.dtype));

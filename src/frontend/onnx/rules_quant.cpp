@@ -159,6 +159,49 @@ void q_linear_mat_mul(NodeLowering& n) {
   n.set_output(0, y, out, matmul_dims(a, b));
 }
 
+// x - zero point, as float: the zero point of a weight may be one per output channel.
+Value centered_operand(NodeLowering& n, size_t input, size_t zero_input, bool per_channel) {
+  const Value& v = n.in(input);
+  Tid t = n.cast(n.in_tensor(input), v.dtype, DType::Float32);
+  if (n.has_input(zero_input)) {
+    const Value& z = n.in(zero_input);
+    Tid zt = n.cast(n.in_tensor(zero_input), z.dtype, DType::Float32);
+    if (per_channel && z.rank() == 1 && z.dims[0] != 1) {
+      std::vector<IntOrVid> shape(v.rank(), literal(1));
+      shape[0] = literal(-1);
+      zt = n.reshape(zt, shape);
+    }
+    t = n.binary<SubtractNode>(t, zt);
+  }
+  return Lowering::runtime(t, DType::Float32, v.dims);
+}
+
+void conv_integer(NodeLowering& n) {
+  const Value y = convolution(n, centered_operand(n, 0, 2, false), centered_operand(n, 1, 3, true), std::nullopt);
+  n.set_output(0, n.convert(n.unary<RoundNode>(n.g.tensor(y)), DType::Int32), DType::Int32, y.dims);
+}
+
+// The integer convolution (plus int32 bias), rescaled by x_scale * w_scale / y_scale (w_scale
+// per output channel or one) and requantized around y_zero_point.
+void q_linear_conv(NodeLowering& n) {
+  std::optional<Tid> bias;
+  if (n.has_input(8)) bias = n.cast(n.in_tensor(8), n.in(8).dtype, DType::Float32);
+  const Value y = convolution(n, centered_operand(n, 0, 2, false), centered_operand(n, 3, 5, true), bias);
+  Tid w_scale = n.cast(n.in_tensor(4), n.in(4).dtype, DType::Float32);
+  if (n.in(4).rank() == 1 && n.in(4).dims[0] != 1) {
+    std::vector<IntOrVid> shape(y.rank(), literal(1));
+    shape[1] = literal(-1);
+    w_scale = n.reshape(w_scale, shape);
+  }
+  const Tid x_scale = n.cast(n.in_tensor(1), n.in(1).dtype, DType::Float32);
+  const Tid y_scale = n.cast(n.in_tensor(6), n.in(6).dtype, DType::Float32);
+  const Tid rescale = n.binary<DivideNode>(n.binary<MultiplyNode>(x_scale, w_scale), y_scale);
+  const DType out = n.has_input(7) ? n.in(7).dtype : n.in(0).dtype;
+  std::optional<Tid> zero_point;
+  if (n.has_input(7)) zero_point = n.in_tensor(7);
+  n.set_output(0, requantize(n, n.binary<MultiplyNode>(n.g.tensor(y), rescale), DType::Float32, zero_point, out), out, y.dims);
+}
+
 }  // namespace
 
 void add_quant_rules(std::vector<OpRule>& r) {
@@ -167,6 +210,8 @@ void add_quant_rules(std::vector<OpRule>& r) {
   r.push_back({"", "DynamicQuantizeLinear", 11, dynamic_quantize_linear});
   r.push_back({"", "MatMulInteger", 10, mat_mul_integer});
   r.push_back({"", "QLinearMatMul", 10, q_linear_mat_mul});
+  r.push_back({"", "ConvInteger", 10, conv_integer});
+  r.push_back({"", "QLinearConv", 10, q_linear_conv});
 }
 
 }  // namespace wgml::frontend::onnx

@@ -2,6 +2,7 @@
 // (nearest/linear/cubic, zeros/border/reflection padding, any number of spatial dims) and Einsum.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "backend/cpu/onnx/onnx_op.h"
@@ -136,6 +137,144 @@ void grid_sample(OpView& v) {
   v.output(0, std::move(out));
 }
 
+// RoiAlign: each region of interest (x1, y1, x2, y2, scaled by spatial_scale) is divided into
+// output_height x output_width bins; each bin averages (or takes the max of) bilinear samples on a
+// regular grid of sampling_ratio (or ceil(bin size)) points per side. Samples more than one pixel
+// outside the image count as 0.
+void roi_align(OpView& v) {
+  const Tensor& x = v.required(0);
+  const Tensor& rois = v.required(1);
+  const std::vector<int64_t> batch = ints_of(v.required(2));
+  if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 4 || rois.dim(0) != static_cast<int64_t>(batch.size()))
+    fail("RoiAlign: expected X [N, C, H, W], rois [R, 4] and batch_indices [R]");
+  const int64_t out_h = v.attr_int("output_height", 1), out_w = v.attr_int("output_width", 1);
+  const int64_t ratio = v.attr_int("sampling_ratio", 0);
+  const double scale = v.attr_float("spatial_scale", 1.0);
+  const bool average = v.attr_string("mode", "avg") == "avg";
+  const bool half_pixel = v.attr_string("coordinate_transformation_mode", v.opset() < 16 ? "output_half_pixel" : "half_pixel") == "half_pixel";
+  const int64_t C = x.dim(1), H = x.dim(2), W = x.dim(3);
+  const auto box = doubles_of(rois);
+  Tensor out(x.dtype(), {rois.dim(0), C, out_h, out_w});
+  uint8_t* dst = out.mutable_data();
+  auto pixel = [&](int64_t n, int64_t c, int64_t y, int64_t xx) { return load_as_double(x.dtype(), x.data(), ((n * C + c) * H + y) * W + xx); };
+  for (int64_t r = 0; r < rois.dim(0); ++r) {
+    const int64_t n = normalize_index(batch[r], x.dim(0), "RoiAlign batch index");
+    const double offset = half_pixel ? 0.5 : 0.0;
+    const double x0 = box[r * 4] * scale - offset, y0 = box[r * 4 + 1] * scale - offset;
+    double width = box[r * 4 + 2] * scale - offset - x0, height = box[r * 4 + 3] * scale - offset - y0;
+    if (!half_pixel) {
+      width = std::max(width, 1.0);
+      height = std::max(height, 1.0);
+    }
+    const double bin_h = height / static_cast<double>(out_h), bin_w = width / static_cast<double>(out_w);
+    const int64_t grid_h = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(height / static_cast<double>(out_h)));
+    const int64_t grid_w = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(width / static_cast<double>(out_w)));
+    const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ph = 0; ph < out_h; ++ph)
+        for (int64_t pw = 0; pw < out_w; ++pw) {
+          double acc = 0;
+          bool first = true;
+          for (int64_t iy = 0; iy < grid_h; ++iy)
+            for (int64_t ix = 0; ix < grid_w; ++ix) {
+              double y = y0 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+              double xx = x0 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              double corners[4] = {0, 0, 0, 0};
+              if (!(y < -1.0 || y > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W))) {
+                y = std::max(y, 0.0);
+                xx = std::max(xx, 0.0);
+                int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(xx), y_high, x_high;
+                if (y_low >= H - 1) y_high = y_low = H - 1, y = static_cast<double>(y_low);
+                else y_high = y_low + 1;
+                if (x_low >= W - 1) x_high = x_low = W - 1, xx = static_cast<double>(x_low);
+                else x_high = x_low + 1;
+                const double ly = y - static_cast<double>(y_low), lx = xx - static_cast<double>(x_low);
+                corners[0] = (1 - ly) * (1 - lx) * pixel(n, c, y_low, x_low);
+                corners[1] = (1 - ly) * lx * pixel(n, c, y_low, x_high);
+                corners[2] = ly * (1 - lx) * pixel(n, c, y_high, x_low);
+                corners[3] = ly * lx * pixel(n, c, y_high, x_high);
+              }
+              if (average) {
+                acc += corners[0] + corners[1] + corners[2] + corners[3];
+              } else {
+                const double m = std::max(std::max(corners[0], corners[1]), std::max(corners[2], corners[3]));
+                acc = first ? m : std::max(acc, m);
+                first = false;
+              }
+            }
+          store_double(x.dtype(), dst, ((r * C + c) * out_h + ph) * out_w + pw, average ? acc / count : acc);
+        }
+  }
+  v.output(0, std::move(out));
+}
+
+// MaxPool with its Indices output: the maximum of each window (pads excluded) and its flat index
+// in X, row-major, or with the spatial dims column-major when storage_order is 1.
+void max_pool_with_indices(OpView& v) {
+  const Tensor& x = v.required(0);
+  const std::vector<int64_t> kernel = v.attr_ints("kernel_shape");
+  const size_t spatial = kernel.size();
+  if (x.rank() != static_cast<int>(spatial) + 2) fail("MaxPool: the input rank does not match kernel_shape");
+  if (v.attr_string("auto_pad", "NOTSET") != "NOTSET") fail("MaxPool: auto_pad with an Indices output is not supported");
+  std::vector<int64_t> strides = v.attr_ints("strides"), dilations = v.attr_ints("dilations"), pads = v.attr_ints("pads");
+  strides.resize(spatial, 1);
+  dilations.resize(spatial, 1);
+  pads.resize(2 * spatial, 0);
+  const bool ceil_mode = v.attr_int("ceil_mode", 0) != 0, column_major = v.attr_int("storage_order", 0) != 0;
+  Shape out_shape{x.dim(0), x.dim(1)};
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t in = x.dim(static_cast<int>(d) + 2), extent = (kernel[d] - 1) * dilations[d] + 1;
+    const int64_t span = in + pads[d] + pads[spatial + d] - extent;
+    int64_t out = (ceil_mode ? (span + strides[d] - 1) / strides[d] : span / strides[d]) + 1;
+    if (ceil_mode && (out - 1) * strides[d] >= in + pads[d]) --out;
+    out_shape.push_back(out);
+  }
+  Tensor values(x.dtype(), out_shape);
+  std::vector<int64_t> indices(static_cast<size_t>(values.numel()));
+  const int64_t planes = x.dim(0) * x.dim(1);
+  int64_t plane_size = 1, windows = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    plane_size *= x.dim(static_cast<int>(d) + 2);
+    windows *= out_shape[d + 2];
+  }
+  std::vector<int64_t> o(spatial), k(spatial), pos(spatial);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t w = 0; w < windows; ++w) {
+      for (int64_t rest = w, d = static_cast<int64_t>(spatial) - 1; d >= 0; --d) {
+        o[d] = rest % out_shape[d + 2];
+        rest /= out_shape[d + 2];
+      }
+      double best = -std::numeric_limits<double>::infinity();
+      int64_t best_index = -1;
+      std::fill(k.begin(), k.end(), 0);
+      while (true) {
+        bool inside = true;
+        int64_t row_major = 0, col_major = 0, col_stride = 1;
+        for (size_t d = 0; d < spatial; ++d) {
+          pos[d] = o[d] * strides[d] - pads[d] + k[d] * dilations[d];
+          inside = inside && pos[d] >= 0 && pos[d] < x.dim(static_cast<int>(d) + 2);
+          row_major = row_major * x.dim(static_cast<int>(d) + 2) + pos[d];
+          col_major += pos[d] * col_stride;
+          col_stride *= x.dim(static_cast<int>(d) + 2);
+        }
+        if (inside) {
+          const double value = load_as_double(x.dtype(), x.data(), p * plane_size + row_major);
+          if (best_index < 0 || value > best) {
+            best = value;
+            best_index = p * plane_size + (column_major ? col_major : row_major);
+          }
+        }
+        int64_t d = static_cast<int64_t>(spatial) - 1;
+        while (d >= 0 && ++k[d] == kernel[d]) k[d--] = 0;
+        if (d < 0) break;
+      }
+      store_double(x.dtype(), values.mutable_data(), p * windows + w, best);
+      indices[p * windows + w] = best_index;
+    }
+  v.output(0, std::move(values));
+  v.output(1, Tensor::from_bytes(DType::Int64, out_shape, indices.data()));
+}
+
 // Einsum by brute force: every combination of label values, products summed into the output.
 std::vector<std::string> split_terms(const std::string& s) {
   std::vector<std::string> out(1);
@@ -236,6 +375,8 @@ void einsum(OpView& v) {
 void register_sampling_ops(runtime::KernelTable& t) {
   t.add_onnx("ai.onnx", "GridSample", kernel<grid_sample>);
   t.add_onnx("ai.onnx", "Einsum", kernel<einsum>);
+  t.add_onnx("ai.onnx", "RoiAlign", kernel<roi_align>);
+  t.add_onnx("ai.onnx", "MaxPool", kernel<max_pool_with_indices>);
 }
 
 }  // namespace wgml::backend::cpu::onnx_ops
