@@ -15,8 +15,22 @@
 namespace wgml {
 
 struct SessionOptions {
-  std::string device = "cpu";     // "cpu" (the reference backend)
+  // "cpu" (the reference backend) or "webgpu" (nodes with kernels on the GPU, the rest on the CPU).
+  std::string device = "cpu";
   std::string constants_path;     // constants for a standalone .mlxg payload
+  std::string adapter;            // webgpu: an adapter index or part of its name; empty for the best
+  std::vector<std::string> tunables;  // webgpu: "Op.NAME=VALUE" kernel tunable overrides
+  std::string tunables_file;      // webgpu: a per-adapter tunables JSON file
+  bool profile = false;           // webgpu: time every GPU dispatch (Session::profile)
+};
+
+// Time spent per op kind, summed over the runs since the last call of Session::profile().
+struct OpProfile {
+  std::string op;      // a kernel pass ("Add", "TensorScatter.Scatter") or a node run on the CPU
+  std::string device;  // "webgpu" or "cpu"
+  uint64_t calls = 0;
+  double total_ms = 0;  // GPU time from timestamp queries; wall time on the CPU
+  std::string note;     // for a node run on the CPU instead of the GPU: why
 };
 
 // One program input or output as the model declares it.
@@ -37,6 +51,11 @@ class Session {
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
+
+  // The device the session runs on: "cpu", or "webgpu: <adapter>".
+  std::string device_description() const;
+  // Per-op times since the last call, slowest first (needs SessionOptions::profile on webgpu).
+  std::vector<OpProfile> profile();
 
  private:
   struct Impl;

@@ -10,6 +10,9 @@
 
 namespace wgml {
 
+class DeviceData;
+struct TensorDeviceAccess;
+
 using Shape = std::vector<int64_t>;
 
 int64_t shape_numel(const Shape& shape);
@@ -45,6 +48,7 @@ class Tensor {
   Tensor reshaped(Shape shape) const;
 
  private:
+  friend struct TensorDeviceAccess;
   struct Storage;
   DType dtype_ = DType::Float32;
   Shape shape_;

@@ -1,6 +1,10 @@
 #include "wgml/session.h"
 
+#include <algorithm>
+#include <map>
+
 #include "backend/cpu/cpu_backend.h"
+#include "backend/webgpu/webgpu_backend.h"
 #include "frontend/summary.h"
 #include "runtime/executor.h"
 
@@ -17,10 +21,17 @@ std::vector<IoInfo> io_infos(const std::vector<frontend::IoSummary>& list) {
   return out;
 }
 
-std::unique_ptr<runtime::Backend> make_backend(const std::string& device) {
-  if (device == "cpu") return std::make_unique<backend::cpu::CpuBackend>();
-  throw Error(ErrorCode::Unsupported,
-              "device \"" + device + "\": this build runs programs on \"cpu\" only");
+std::unique_ptr<runtime::Backend> make_backend(const SessionOptions& options) {
+  if (options.device == "cpu") return std::make_unique<backend::cpu::CpuBackend>();
+  if (options.device == "webgpu") {
+    backend::webgpu::GpuOptions gpu;
+    gpu.adapter = options.adapter;
+    gpu.tunables = options.tunables;
+    gpu.tunables_file = options.tunables_file;
+    gpu.profile = options.profile;
+    return std::make_unique<backend::webgpu::WebGpuBackend>(gpu);
+  }
+  throw Error(ErrorCode::InvalidArgument, "device \"" + options.device + "\": expected \"cpu\" or \"webgpu\"");
 }
 
 }  // namespace
@@ -29,6 +40,11 @@ struct Session::Impl {
   std::unique_ptr<runtime::Backend> backend;
   std::unique_ptr<runtime::Executor> executor;
   std::vector<IoInfo> inputs, outputs;
+  backend::webgpu::Placement placement_seen;  // placement counts already reported
+
+  const backend::webgpu::WebGpuBackend* gpu() const {
+    return dynamic_cast<const backend::webgpu::WebGpuBackend*>(backend.get());
+  }
 };
 
 Session::Session(const std::string& path, SessionOptions options) : impl_(std::make_unique<Impl>()) {
@@ -37,7 +53,7 @@ Session::Session(const std::string& path, SessionOptions options) : impl_(std::m
   const frontend::ModelSummary summary = frontend::summarize(*model);
   impl_->inputs = io_infos(summary.inputs);
   impl_->outputs = io_infos(summary.outputs);
-  impl_->backend = make_backend(options.device);
+  impl_->backend = make_backend(options);
   impl_->executor = std::make_unique<runtime::Executor>(std::move(model), *impl_->backend);
 }
 
@@ -50,6 +66,41 @@ const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 
 std::vector<Value> Session::run(const std::vector<Value>& inputs) {
   return impl_->executor->run(inputs);
+}
+
+std::string Session::device_description() const {
+  const auto* gpu = impl_->gpu();
+  return gpu ? "webgpu: " + gpu->context()->device().adapter().summary() : "cpu";
+}
+
+std::vector<OpProfile> Session::profile() {
+  const auto* gpu = impl_->gpu();
+  if (!gpu) return {};
+  std::map<std::pair<std::string, std::string>, OpProfile> by_op;
+  if (gpu::Profiler* profiler = gpu->context()->profiler()) {
+    gpu->context()->recorder().finish();
+    for (const gpu::GpuTiming& t : profiler->collect()) {
+      if (t.kind != gpu::TimingKind::Op) continue;
+      OpProfile& p = by_op[{t.name, "webgpu"}];
+      p.op = t.name;
+      p.device = "webgpu";
+      ++p.calls;
+      p.total_ms += t.duration_ns / 1e6;
+    }
+  }
+  const backend::webgpu::Placement& placement = gpu->placement();
+  for (const auto& [op, count] : placement.on_cpu) {
+    const uint64_t seen = impl_->placement_seen.on_cpu[op];
+    if (count == seen) continue;
+    OpProfile& p = by_op[{op, "cpu"}];
+    const double ms = placement.cpu_ms.at(op) - impl_->placement_seen.cpu_ms[op];
+    p = OpProfile{op, "cpu", count - seen, ms, placement.fallback_reason.at(op)};
+  }
+  impl_->placement_seen = placement;
+  std::vector<OpProfile> out;
+  for (auto& [key, p] : by_op) out.push_back(std::move(p));
+  std::stable_sort(out.begin(), out.end(), [](const OpProfile& a, const OpProfile& b) { return a.total_ms > b.total_ms; });
+  return out;
 }
 
 }  // namespace wgml

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/device_data.h"
 #include "wgml/error.h"
 
 namespace wgml {
@@ -11,6 +12,8 @@ struct Tensor::Storage {
   uint8_t* data = nullptr;
   size_t size = 0;
   bool writable = false;
+  // A device's copy of the same bytes; when `data` is null, the only copy (read on first access).
+  std::shared_ptr<const DeviceData> device;
 };
 
 namespace {
@@ -31,7 +34,7 @@ int64_t shape_numel(const Shape& shape) {
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   const size_t size = nbytes();
   auto bytes = std::shared_ptr<uint8_t[]>(new uint8_t[size == 0 ? 1 : size]());
-  storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true});
+  storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true, nullptr});
 }
 
 Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<const void> owner,
@@ -40,7 +43,7 @@ Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<const void> owner,
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.storage_ = std::make_shared<Storage>(
-      Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false});
+      Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr});
   return t;
 }
 
@@ -50,13 +53,44 @@ Tensor Tensor::from_bytes(DType dtype, Shape shape, const void* bytes) {
   return t;
 }
 
-const uint8_t* Tensor::data() const { return storage_ ? storage_->data : nullptr; }
+const uint8_t* Tensor::data() const {
+  if (!storage_) return nullptr;
+  Storage& s = *storage_;
+  if (!s.data && s.device) {
+    auto bytes = std::shared_ptr<uint8_t[]>(new uint8_t[s.size == 0 ? 1 : s.size]());
+    s.device->download(bytes.get(), s.size);
+    s.owner = bytes;
+    s.data = bytes.get();
+    s.writable = true;
+  }
+  return s.data;
+}
 
 uint8_t* Tensor::mutable_data() {
   if (!storage_) return nullptr;
+  data();
   if (!storage_->writable || storage_.use_count() > 1) *this = from_bytes(dtype_, shape_, data());
+  storage_->device.reset();  // the host bytes are about to change
   return storage_->data;
 }
+
+Tensor TensorDeviceAccess::on_device(DType dtype, Shape shape, std::shared_ptr<const DeviceData> device) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.storage_ = std::make_shared<Tensor::Storage>(Tensor::Storage{nullptr, nullptr, t.nbytes(), false, std::move(device)});
+  return t;
+}
+
+std::shared_ptr<const DeviceData> TensorDeviceAccess::device_data(const Tensor& t) {
+  return t.storage_ ? t.storage_->device : nullptr;
+}
+
+void TensorDeviceAccess::attach(const Tensor& t, std::shared_ptr<const DeviceData> device) {
+  if (t.storage_) t.storage_->device = std::move(device);
+}
+
+bool TensorDeviceAccess::sole_owner(const Tensor& t) { return t.storage_ && t.storage_.use_count() == 1; }
 
 Tensor Tensor::reshaped(Shape shape) const {
   if (shape_numel(shape) != numel())

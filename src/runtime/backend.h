@@ -22,6 +22,7 @@ class KernelTable {
   void add() {
     table_[N::kUnionId] = [](const ir::Node& n, ExecContext& ctx) { F(std::get<N>(n), ctx); };
   }
+  void set(size_t union_id, KernelFn fn) { table_.at(union_id) = fn; }
   KernelFn find(size_t union_id) const {
     return union_id < table_.size() ? table_[union_id] : nullptr;
   }
@@ -48,6 +49,11 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual const KernelTable& kernels() const = 0;
+  // Called once per executor before anything runs: a backend puts its per-device state into the
+  // context (ExecContext::set_backend_state) for its kernels to find.
+  virtual void attach(ExecContext& ctx) const {}
+  // Called after each run's main chain: a backend starts the work it has queued.
+  virtual void end_run(ExecContext& ctx) const {}
 };
 
 }  // namespace wgml::runtime

@@ -15,6 +15,9 @@
 
 namespace wgml::runtime {
 
+// Kernels report bad operands with this; the executor adds the chain, instruction and node.
+[[noreturn]] void fail(const std::string& message);
+
 // A value slot: the MLX runtime stores int32, float or bool.
 using ScalarValue = std::variant<std::monostate, int32_t, float, bool>;
 
@@ -44,6 +47,14 @@ class ExecContext {
 
   // Off-graph state a kernel keeps across run() calls of this program (an UpdateAndAttend KV
   // cache, an unseeded random key sequence): one default-constructed object per type.
+  // What the backend keeps for this execution (Backend::attach), e.g. its GPU device.
+  void set_backend_state(std::shared_ptr<void> state) { backend_state_ = std::move(state); }
+  template <class T>
+  T& backend_state() const {
+    if (!backend_state_) fail("the backend was not attached to this execution");
+    return *static_cast<T*>(backend_state_.get());
+  }
+
   template <class T>
   T& persistent_state() {
     auto& slot = persistent_[std::type_index(typeid(T))];
@@ -56,10 +67,8 @@ class ExecContext {
   std::vector<Tensor> tensors_;
   std::vector<ScalarValue> values_;
   std::unordered_map<std::type_index, std::shared_ptr<void>> persistent_;
+  std::shared_ptr<void> backend_state_;
 };
-
-// Kernels report bad operands with this; the executor adds the chain, instruction and node.
-[[noreturn]] void fail(const std::string& message);
 
 int32_t clamp_to_int32(int64_t v);
 

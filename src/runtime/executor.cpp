@@ -51,6 +51,7 @@ void check_input_tensor(const Tensor& t, const ir::TensorMeta& meta, const std::
 
 Executor::Executor(std::shared_ptr<const frontend::Model> model, const Backend& backend)
     : model_(std::move(model)), backend_(backend), ctx_(model_->program) {
+  backend_.attach(ctx_);
   bind_constants();
   zero_mutable_buffers();
   const ir::Program& p = model_->program;
@@ -90,6 +91,7 @@ std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
   std::vector<Value> outputs;
   try {
     run_chain(p.main_chain_idx);
+    backend_.end_run(ctx_);
     for (size_t i = 0; i < p.outputs.size(); ++i) outputs.push_back(take_output(i));
   } catch (...) {
     reset_transients();

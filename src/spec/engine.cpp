@@ -223,7 +223,11 @@ class Planner {
     shapes_obj_[name] = Value::int_list(shapes_[name]);
     ranks_obj_[name] = Value(static_cast<int64_t>(shapes_[name].size()));
     dtypes_obj_[name] = Value(storage_[name].scalar);
+    types_obj_[name] = logical_type(name);
   }
+
+  // The logical dtype ("bool", "int8", ...) where the storage scalar does not tell it apart.
+  Value logical_type(const std::string& tensor) { return Value(std::string(dtype_name(storage_[tensor].logical))); }
 
   void refresh_base() {
     Object present;
@@ -234,6 +238,7 @@ class Planner {
     base_ = ObjectScope(Object{{"shapes", Value(shapes_obj_)},
                                {"ranks", Value(ranks_obj_)},
                                {"dtypes", Value(dtypes_obj_)},
+                               {"types", Value(types_obj_)},
                                {"present", Value(present)},
                                {"attrs", Value(attrs_)},
                                {"tunables", Value(tunables)},
@@ -247,8 +252,10 @@ class Planner {
     // A type variable reads as the storage scalar of the first tensor that binds it.
     for (const auto* list : {&spec_.inputs, &spec_.outputs})
       for (const auto& t : *list)
-        if (spec_.is_type_variable(t.dtype) && storage_.count(t.name) && !dtypes_obj_.count(t.dtype))
+        if (spec_.is_type_variable(t.dtype) && storage_.count(t.name) && !dtypes_obj_.count(t.dtype)) {
           dtypes_obj_[t.dtype] = Value(storage_[t.name].scalar);
+          types_obj_[t.dtype] = logical_type(t.name);
+        }
     refresh_base();
     for (const TensorSpec& t : spec_.outputs) match_output(t);
     refresh_base();
@@ -266,13 +273,19 @@ class Planner {
       shapes_[t.name] = it->second.shape;
     } else {
       if (!t.shape) fail(ErrorCode::InvalidArgument, "output '" + t.name + "' has no shape expression; give its shape");
+      if (const auto given = request_.output_dtypes.find(t.name); given != request_.output_dtypes.end())
+        bind_dtype(t, given->second, true);
       if (spec_.is_type_variable(t.dtype) && !type_vars_.count(t.dtype))
         fail(ErrorCode::InvalidArgument, "output '" + t.name + "': no input binds its type " + t.dtype + "; give its dtype");
       dtype = spec_.is_type_variable(t.dtype) ? type_vars_.at(t.dtype) : *dtype_from_name(t.dtype);
-      shapes_[t.name] = evaluate_shape(*t.shape, base_);
+      // The spec's derived values may help (an axis normalised once); they see the inputs only.
+      shapes_[t.name] = evaluate_shape(*t.shape, DeriveScope(spec_.derive, base_));
     }
     bind_storage(t, dtype);
-    if (spec_.is_type_variable(t.dtype) && !dtypes_obj_.count(t.dtype)) dtypes_obj_[t.dtype] = Value(storage_[t.name].scalar);
+    if (spec_.is_type_variable(t.dtype) && !dtypes_obj_.count(t.dtype)) {
+      dtypes_obj_[t.dtype] = Value(storage_[t.name].scalar);
+      types_obj_[t.dtype] = logical_type(t.name);
+    }
     publish_tensor(t.name);
   }
 
@@ -539,7 +552,7 @@ class Planner {
   std::map<std::string, std::string> type_source_;
   std::map<std::string, StorageType> storage_;
   std::map<std::string, Shape> shapes_;
-  Object shapes_obj_, ranks_obj_, dtypes_obj_, attrs_;
+  Object shapes_obj_, ranks_obj_, dtypes_obj_, types_obj_, attrs_;
   ObjectScope base_{Object{}};
 };
 

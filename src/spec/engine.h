@@ -32,6 +32,8 @@ struct TensorDesc {
 struct KernelRequest {
   std::map<std::string, TensorDesc> inputs;   // by the spec's input name; absent optional inputs left out
   std::map<std::string, TensorDesc> outputs;  // by name; computed from the spec's `shape` when left out
+  // The dtype of an output whose shape the spec computes, where no input binds its type (AsType).
+  std::map<std::string, DType> output_dtypes;
   std::map<std::string, Value> attributes;    // absent ones take the spec's defaults
   // (input, output) pairs the caller lets share one buffer: the in-place KV-cache update.
   std::vector<std::pair<std::string, std::string>> may_alias;
@@ -50,6 +52,9 @@ class Engine {
   // Loads every <dir>/<domain>/<Op>.json.
   void load_directory(const std::string& specs_dir);
   const KernelSpec* find(const std::string& domain, const std::string& op) const;
+  const std::map<std::pair<std::string, std::string>, std::shared_ptr<const KernelSpec>>& specs() const {
+    return specs_;
+  }
 
   // Throws wgml::Error: InvalidArgument when the request does not match the spec (a missing or
   // unknown input, a dtype outside typeConstraints, an attribute outside its constraints),

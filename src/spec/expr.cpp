@@ -148,8 +148,8 @@ class Lexer {
 // ---------------------------------------------------------------------------------------------
 // Syntax tree
 
-enum class NodeKind { Literal, ListLit, Name, Member, Index, Slice, Call, Unary, Binary, And, Or,
-                      Not, Ternary, Compare, In };
+enum class NodeKind { Literal, ListLit, Comprehension, Name, Member, Index, Slice, Call, Unary, Binary, And,
+                      Or, Not, Ternary, Compare, In };
 
 struct Expr::Node {
   NodeKind kind = NodeKind::Literal;
@@ -365,6 +365,62 @@ Value fn_round_up(const Call& c) {
   return Value(rounded);
 }
 
+// NumPy broadcasting of every argument's shape; fails naming the first dims that differ.
+Value fn_broadcast_shapes(const Call& c) {
+  std::vector<int64_t> out;
+  for (size_t a = 0; a < c.args.size(); ++a) {
+    const std::vector<int64_t> shape = c.ints(a);
+    if (shape.size() > out.size()) out.insert(out.begin(), shape.size() - out.size(), 1);
+    const size_t lead = out.size() - shape.size();
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t& o = out[lead + d];
+      if (shape[d] == o || shape[d] == 1) continue;
+      if (o != 1) c.fail("shapes do not broadcast: " + c.args[a].to_text() + " against dim " + std::to_string(o));
+      o = shape[d];
+    }
+  }
+  return Value::int_list(out);
+}
+
+// The row-major strides of `shape` as seen from the broadcast shape `target` (right-aligned):
+// 0 for dims that broadcast or that `shape` lacks.
+Value fn_broadcast_strides(const Call& c) {
+  const std::vector<int64_t> shape = c.ints(0), target = c.ints(1);
+  if (shape.size() > target.size()) c.fail("the shape has more dims than the target");
+  const Value strides = fn_strides(c);
+  std::vector<int64_t> own;
+  for (const Value& v : strides.as_list()) own.push_back(v.as_int());
+  std::vector<int64_t> out(target.size(), 0);
+  const size_t lead = target.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != target[lead + d] && shape[d] != 1) c.fail("shape does not broadcast to the target");
+    out[lead + d] = shape[d] == 1 ? 0 : own[d];
+  }
+  return Value::int_list(out);
+}
+
+// Python-style slicing of a dim of size `dim`: [first index, element count], negative start and
+// stop counted from the end and clamped (the CPU reference's normalize_slice).
+Value fn_slice_range(const Call& c) {
+  const int64_t dim = c.integer(0), start = c.integer(1), stop = c.integer(2), step = c.integer(3);
+  if (step == 0) c.fail("the step must not be 0");
+  auto clamp_index = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + dim : v, lo, hi); };
+  if (step > 0) {
+    const int64_t s = clamp_index(start, 0, dim), e = clamp_index(stop, 0, dim);
+    return Value::int_list({s, e > s ? (e - s + step - 1) / step : 0});
+  }
+  const int64_t s = clamp_index(start, -1, dim - 1), e = clamp_index(stop, -1, dim - 1);
+  return Value::int_list({s, s > e ? (s - e - step - 1) / -step : 0});
+}
+
+Value fn_clamp(const Call& c) {
+  const Value& v = c.args[0];
+  if (v.is_int() && c.args[1].is_int() && c.args[2].is_int())
+    return Value(std::clamp(v.as_int(), c.integer(1), std::max(c.integer(1), c.integer(2))));
+  if (!v.is_number() || !c.args[1].is_number() || !c.args[2].is_number()) c.fail("needs numbers");
+  return Value(std::clamp(v.as_number(), c.args[1].as_number(), std::max(c.args[1].as_number(), c.args[2].as_number())));
+}
+
 Value fn_min(const Call& c) { return fn_extreme(c, false); }
 Value fn_max(const Call& c) { return fn_extreme(c, true); }
 Value fn_str(const Call& c) { return Value(c.args[0].to_text()); }
@@ -388,6 +444,8 @@ const std::unordered_map<std::string_view, FunctionInfo>& function_table() {
       {"i32", {1, 1, fn_i32}},          {"f32", {1, 1, fn_f32}},
       {"reverse", {1, 1, fn_reverse}},  {"sum", {1, 1, fn_sum}},
       {"roundUp", {2, 2, fn_round_up}},
+      {"broadcastShapes", {1, 16, fn_broadcast_shapes}}, {"broadcastStrides", {2, 2, fn_broadcast_strides}},
+      {"sliceRange", {4, 4, fn_slice_range}}, {"clamp", {3, 3, fn_clamp}},
   };
   return table;
 }
@@ -619,7 +677,7 @@ class Parser {
     const Token name = take();
     if (name.text == "true" || name.text == "True") return literal(name.column, Value(true));
     if (name.text == "false" || name.text == "False") return literal(name.column, Value(false));
-    static const char* const kReserved[] = {"and", "or", "not", "if", "else", "in"};
+    static const char* const kReserved[] = {"and", "or", "not", "if", "else", "in", "for"};
     for (const char* word : kReserved)
       if (name.text == word) fail_(name.column, "expected a value, found the keyword '" + name.text + "'");
     if (!at_op("(")) return make(NodeKind::Name, name.column, name.text, {});
@@ -633,6 +691,7 @@ class Parser {
     std::vector<NodePtr> items;
     if (!at_op("]")) {
       items.push_back(ternary());
+      if (at_word("for")) return comprehension(column, items.front());
       while (at_op(",")) {
         take();
         if (at_op("]")) break;
@@ -641,6 +700,23 @@ class Parser {
     }
     expect_op("]");
     return make(NodeKind::ListLit, column, "", std::move(items));
+  }
+
+  // [element for name in items] or [element for name in items if condition]; `element` parsed.
+  NodePtr comprehension(int column, NodePtr element) {
+    take();
+    if (peek().kind != Tok::Name) fail_(peek().column, "expected a variable name after 'for'" + found());
+    const std::string variable = take().text;
+    if (!at_word("in")) fail_(peek().column, "expected 'in' in '[x for v in list]'" + found());
+    take();
+    NodePtr items = or_expr();
+    NodePtr condition;
+    if (at_word("if")) {
+      take();
+      condition = or_expr();
+    }
+    expect_op("]");
+    return make(NodeKind::Comprehension, column, variable, {element, items, condition});
   }
 
   std::vector<Token> tokens_;
@@ -655,6 +731,15 @@ void collect_names(const Expr::Node& node, std::vector<Expr::NameUse>& out) {
   }
   if (node.kind == NodeKind::Member && node.children[0]->kind == NodeKind::Name) {
     out.push_back({node.children[0]->name, node.name, node.children[0]->column});
+    return;
+  }
+  if (node.kind == NodeKind::Comprehension) {
+    // The loop variable is bound inside the element and the condition, not looked up.
+    std::vector<Expr::NameUse> inner;
+    for (const auto& child : node.children)
+      if (child) collect_names(*child, inner);
+    for (auto& use : inner)
+      if (use.name != node.name) out.push_back(std::move(use));
     return;
   }
   for (const auto& child : node.children)
@@ -702,6 +787,7 @@ class Evaluator {
         for (const auto& child : n.children) items.push_back(eval(*child));
         return Value(std::move(items));
       }
+      case NodeKind::Comprehension: return comprehension(n);
       case NodeKind::Name: return lookup(n);
       case NodeKind::Member: return member(n);
       case NodeKind::Index: return index(n);
@@ -731,7 +817,22 @@ class Evaluator {
   }
 
  private:
+  Value comprehension(const Expr::Node& n) {
+    const Value items = eval(*n.children[1]);
+    if (!items.is_list()) fail(n, std::string("'for' needs a list, found a ") + kind_name(items.kind()));
+    List out;
+    for (const Value& item : items.as_list()) {
+      locals_.emplace_back(n.name, item);
+      const bool keep = !n.children[2] || eval(*n.children[2]).truthy();
+      if (keep) out.push_back(eval(*n.children[0]));
+      locals_.pop_back();
+    }
+    return Value(std::move(out));
+  }
+
   Value lookup(const Expr::Node& n) {
+    for (auto it = locals_.rbegin(); it != locals_.rend(); ++it)
+      if (it->first == n.name) return it->second;
     auto value = scope_.find(n.name);
     if (!value) fail(n, "'" + n.name + "' is not defined");
     return std::move(*value);
@@ -890,6 +991,7 @@ class Evaluator {
 
   const Expr& expr_;
   const Scope& scope_;
+  std::vector<std::pair<std::string, Value>> locals_;  // comprehension variables, innermost last
 };
 
 Value Evaluator::call(const Expr::Node& n) {

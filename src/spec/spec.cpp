@@ -52,7 +52,8 @@ class Reader {
   void keys(const Json& j, const std::string& path, std::initializer_list<const char*> allowed,
             std::initializer_list<const char*> required = {}) const {
     expect(j, j.is_object(), path, "an object");
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string& key = item.key();
       if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
         std::vector<std::string> names(allowed.begin(), allowed.end());
         fail(child(path, key), "unknown key '" + key + "' (allowed: " + join_names(names) + ")");
@@ -176,7 +177,8 @@ class SpecParser {
 
   void tensors(const char* section, bool inputs, std::vector<TensorSpec>& out) {
     const Json& j = root_.at(section);
-    r_.expect(j, j.is_object() && (!inputs || !j.empty()), section, "an object of tensors");
+    // Ops that make a tensor from attributes alone (Full, ARange) have no inputs; every op has an output.
+    r_.expect(j, j.is_object() && (inputs || !j.empty()), section, inputs ? "an object of tensors" : "a non-empty object of tensors");
     for (const auto& [name, body] : j.items()) {
       const std::string path = Reader::child(section, name);
       if (!is_identifier(name)) r_.fail(path, "a tensor name must be an identifier");
@@ -238,7 +240,9 @@ class SpecParser {
     if (!root_.contains("attributeConstraints")) return;
     const Json& j = root_.at("attributeConstraints");
     r_.expect(j, j.is_object(), "attributeConstraints", "an object");
-    for (const auto& [name, body] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string& name = item.key();
+      const Json& body = item.value();
       const std::string path = Reader::child("attributeConstraints", name);
       auto it = std::find_if(spec_.attributes.begin(), spec_.attributes.end(), [&](const AttributeSpec& a) { return a.name == name; });
       if (it == spec_.attributes.end()) r_.fail(path, "'" + name + "' is not a declared attribute");
@@ -535,7 +539,7 @@ NameTable NameTable::for_spec(const KernelSpec& spec) {
   for (const auto& [var, types] : spec.type_constraints) dtypes.push_back(var);
   for (const auto& a : spec.attributes) attrs.push_back(a.name);
   for (const auto& t : spec.tunables) tunables.push_back(t.name);
-  table.namespaces_ = {{"shapes", tensors}, {"ranks", tensors},  {"present", tensors}, {"dtypes", dtypes},
+  table.namespaces_ = {{"shapes", tensors}, {"ranks", tensors},  {"present", tensors}, {"dtypes", dtypes}, {"types", dtypes},
                        {"attrs", attrs},    {"tunables", tunables}, {"device", {"shaderF16", "maxWorkgroupsPerDimension"}}};
   return table;
 }

@@ -28,6 +28,8 @@ std::optional<StorageType> default_storage(DType dtype) {
     case DType::Int16: return StorageType{dtype, StorageKind::Widened, "i32"};
     case DType::UInt8:
     case DType::Bool: return StorageType{dtype, StorageKind::Widened, "u32"};
+    // Indices and positions: every value must fit in int32, checked on upload.
+    case DType::Int64: return StorageType{dtype, StorageKind::Narrowed, "i32"};
     default: return std::nullopt;
   }
 }

@@ -4,7 +4,8 @@
 // spec's `dtypes.X` reads:
 //   float32 -> f32, int32 -> i32, uint32 -> u32, float16 -> f16 (usable where the device has
 //   shader-f16; specs guard with f16Ok), int8/int16 -> i32 and uint8/bool -> u32 widened, one
-//   element per 32-bit word.
+//   element per 32-bit word, int64 -> i32 narrowed (each value range-checked on upload: int64
+//   tensors of ML programs hold indices and positions).
 // A spec input may declare another storage: "uint32"/"int32" with `narrowing: "checked"` (int64
 // write indices: a range-checked conversion on upload), or "packed" (8- and 16-bit elements kept
 // at their size, packed into u32 words that the template unpacks). The GPU backend converts with
@@ -34,8 +35,8 @@ struct StorageType {
   friend bool operator==(const StorageType&, const StorageType&) = default;
 };
 
-// The storage of `dtype` when the spec declares none; nullopt where there is none (int64,
-// float64, bfloat16 need a declared storage).
+// The storage of `dtype` when the spec declares none; nullopt where there is none (float64 and
+// bfloat16 need a declared storage).
 std::optional<StorageType> default_storage(DType dtype);
 
 // The storage a spec declares with `storage` ("uint32", "int32", "packed") and `narrowing`

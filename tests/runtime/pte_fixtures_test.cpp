@@ -5,10 +5,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "core/elements.h"
 #include "frontend/summary.h"
+#include "gpu/gpu_error.h"
 #include "io/npy.h"
 #include "wgml/session.h"
 
@@ -71,10 +73,10 @@ TEST_P(PteFixture, InspectMatchesExecuTorchsDecoding) {
   for (size_t i = 0; i < s.inputs.size(); ++i) EXPECT_EQ(s.inputs[i].dtype, m["inputs"][i]["dtype"]);
 }
 
-TEST_P(PteFixture, CpuReproducesTorchOutputsStepByStep) {
-  const json m = manifest(GetParam());
-  const fs::path dir = kFixtures / GetParam();
-  wgml::Session session((dir / "model.pte").string());
+// Runs every recorded step of fixture `name` on `session` and compares with torch's outputs.
+void expect_reproduces_torch(const std::string& name, wgml::Session& session) {
+  const json m = manifest(name);
+  const fs::path dir = kFixtures / name;
   const double rtol = m["tolerance"]["rtol"], atol = m["tolerance"]["atol"];
   for (int step = 0; step < m["steps"].get<int>(); ++step) {
     std::vector<wgml::Value> inputs;
@@ -90,13 +92,50 @@ TEST_P(PteFixture, CpuReproducesTorchOutputsStepByStep) {
       const auto want = wgml::io::read_npy(
           (dir / ("step" + std::to_string(step) + "_expected_" + std::to_string(j) + ".npy")).string(), dtype);
       expect_close(std::get<wgml::Tensor>(outputs[j]), want, rtol, atol,
-                   GetParam() + " step " + std::to_string(step) + " output " + std::to_string(j));
+                   name + " step " + std::to_string(step) + " output " + std::to_string(j));
     }
   }
 }
 
+// A session on the WebGPU backend (lavapipe in CI), or nullopt with the reason where the machine
+// has no WebGPU library or device.
+std::optional<wgml::Session> webgpu_session(const std::string& name, std::string& why_not) {
+  wgml::SessionOptions options;
+  options.device = "webgpu";
+  try {
+    return wgml::Session((kFixtures / name / "model.pte").string(), options);
+  } catch (const wgml::gpu::GpuError& e) {
+    if (e.kind() != wgml::gpu::GpuErrorKind::LibraryNotFound && e.kind() != wgml::gpu::GpuErrorKind::NoAdapter) throw;
+    why_not = e.what();
+    return std::nullopt;
+  }
+}
+
+TEST_P(PteFixture, CpuReproducesTorchOutputsStepByStep) {
+  wgml::Session session((kFixtures / GetParam() / "model.pte").string());
+  expect_reproduces_torch(GetParam(), session);
+}
+
+// Nodes without GPU kernels run through the CPU fallback, reading GPU results back as needed.
+TEST_P(PteFixture, WebGpuReproducesTorchOutputsStepByStep) {
+  std::string why_not;
+  auto session = webgpu_session(GetParam(), why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  expect_reproduces_torch(GetParam(), *session);
+}
+
 INSTANTIATE_TEST_SUITE_P(RealExports, PteFixture, ::testing::ValuesIn(fixture_names()),
                          [](const auto& info) { return info.param; });
+
+// elementwise_layout is made only of nodes with GPU kernels: none may fall back to the CPU.
+TEST(PteFixtures, ElementwiseLayoutRunsEntirelyOnTheGpu) {
+  std::string why_not;
+  auto session = webgpu_session("elementwise_layout", why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  expect_reproduces_torch("elementwise_layout", *session);
+  for (const wgml::OpProfile& p : session->profile())
+    ADD_FAILURE() << p.op << " ran on the " << p.device << ": " << p.note;
+}
 
 TEST(PteFixtures, ProgramWithoutMlxDelegateIsRejected) {
   try {

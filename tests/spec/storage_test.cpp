@@ -40,7 +40,8 @@ TEST(SpecStorage, DefaultStorageFollowsTheDesign) {
     EXPECT_EQ(default_storage(dtype)->scalar, scalar);
     EXPECT_EQ(default_storage(dtype)->kind, StorageKind::Widened);
   }
-  for (DType none : {DType::Int64, DType::Float64, DType::BFloat16}) EXPECT_FALSE(default_storage(none).has_value());
+  for (DType none : {DType::Float64, DType::BFloat16}) EXPECT_FALSE(default_storage(none).has_value());
+  EXPECT_EQ(default_storage(DType::Int64), (StorageType{DType::Int64, StorageKind::Narrowed, "i32"}));
 }
 
 TEST(SpecStorage, WidenedIntegersRoundTrip) {

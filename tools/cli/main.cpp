@@ -1,10 +1,13 @@
 // wgml command line: inspect and run MLX-delegate programs and ONNX models.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/webgpu/gpu_context.h"
+#include "backend/webgpu/webgpu_backend.h"
 #include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"
 #include "runtime/executor.h"
@@ -29,7 +32,31 @@ struct RunArgs {
   std::vector<std::string> inputs;
   std::string output_dir;
   std::string constants;
+  std::string adapter;
+  std::vector<std::string> tunables;
+  std::string tunables_file;
+  bool profile = false;
 };
+
+wgml::SessionOptions session_options(const RunArgs& args) {
+  wgml::SessionOptions o;
+  o.device = args.device;
+  o.constants_path = args.constants;
+  o.adapter = args.adapter;
+  o.tunables = args.tunables;
+  o.tunables_file = args.tunables_file;
+  o.profile = args.profile;
+  return o;
+}
+
+// The per-op profile as a table on stderr, slowest first.
+void print_profile(wgml::Session& session) {
+  std::fprintf(stderr, "profile (%s)\n%-32s %-7s %7s %11s  %s\n", session.device_description().c_str(), "op", "device",
+               "calls", "total ms", "note");
+  for (const wgml::OpProfile& p : session.profile())
+    std::fprintf(stderr, "%-32s %-7s %7llu %11.3f  %s\n", p.op.c_str(), p.device.c_str(),
+                 static_cast<unsigned long long>(p.calls), p.total_ms, p.note.c_str());
+}
 
 // .npy, or a serialized ONNX TensorProto (.pb, the ONNX backend tests' format).
 wgml::Tensor read_tensor(const std::string& path, wgml::DType expected) {
@@ -82,7 +109,7 @@ std::string describe(const wgml::Value& v) {
 }
 
 int run(const RunArgs& args) {
-  wgml::Session session(args.path, wgml::SessionOptions{args.device, args.constants});
+  wgml::Session session(args.path, session_options(args));
   const auto outputs = session.run(load_inputs(session, args.inputs));
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = session.outputs()[i].name;
@@ -96,28 +123,40 @@ int run(const RunArgs& args) {
     }
     std::cout << "\n";
   }
+  if (args.profile) print_profile(session);
   return 0;
 }
 
 // Every op of every domain with its support per backend: the IR's nodes (domain "mlx") and the
-// ONNX ops a backend keeps in their own domain. A node runs on a backend when the backend has a
-// kernel for it or the executor runs it itself (control flow, value arithmetic, copies).
+// ONNX ops a backend keeps in their own domain. A node runs on the CPU when the CPU backend has a
+// kernel for it or the executor runs it itself (control flow, value arithmetic, copies); on
+// WebGPU with a GPU kernel when kernels/specs has its spec, else through the CPU fallback.
 int list_ops(bool json) {
   const wgml::backend::cpu::CpuBackend cpu;
+  const std::string kernels = wgml::backend::webgpu::default_kernels_dir();
+  wgml::spec::Engine engine(kernels + "/wgsl");
+  engine.load_directory(kernels + "/specs");
   nlohmann::json ops = nlohmann::json::array();
   for (size_t id = 1; id < wgml::ir::kNodeNames.size(); ++id) {
-    const bool on_cpu = cpu.kernels().find(id) || wgml::runtime::Executor::handles_natively(id);
-    ops.push_back({{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id}, {"support", {{"cpu", on_cpu}}}});
+    const bool native = wgml::runtime::Executor::handles_natively(id);
+    const bool on_cpu = cpu.kernels().find(id) || native;
+    const std::string op(wgml::backend::webgpu::spec_op_name(wgml::ir::kNodeNames[id]));
+    const char* webgpu = engine.find("mlx", op) ? "kernel" : native ? "executor" : on_cpu ? "cpu fallback" : "no";
+    ops.push_back({{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id},
+                   {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
   }
-  for (const auto& [key, kernel] : cpu.kernels().onnx_kernels())
-    ops.push_back({{"domain", key.first}, {"op", key.second}, {"support", {{"cpu", true}}}});
+  for (const auto& [key, kernel] : cpu.kernels().onnx_kernels()) {
+    const char* webgpu = engine.find(key.first, key.second) ? "kernel" : "cpu fallback";
+    ops.push_back({{"domain", key.first}, {"op", key.second}, {"support", {{"cpu", true}, {"webgpu", webgpu}}}});
+  }
   if (json) {
-    std::cout << nlohmann::json{{"backends", {"cpu"}}, {"ops", ops}}.dump(2) << "\n";
+    std::cout << nlohmann::json{{"backends", {"cpu", "webgpu"}}, {"ops", ops}}.dump(2) << "\n";
     return 0;
   }
   for (const auto& op : ops)
     std::cout << op["domain"].get<std::string>() << "\t" << op["op"].get<std::string>() << "\tcpu: "
-              << (op["support"]["cpu"].get<bool>() ? "yes" : "no") << "\n";
+              << (op["support"]["cpu"].get<bool>() ? "yes" : "no")
+              << "\twebgpu: " << op["support"]["webgpu"].get<std::string>() << "\n";
   return 0;
 }
 
@@ -136,7 +175,12 @@ int main(int argc, char** argv) {
   RunArgs run_args;
   auto* run_cmd = app.add_subcommand("run", "Run a model on inputs given as .npy or ONNX TensorProto .pb files");
   run_cmd->add_option("file", run_args.path, "Model file (.pte, .mlxg, .onnx)")->required();
-  run_cmd->add_option("--device", run_args.device, "cpu")->check(CLI::IsMember({"cpu", "webgpu"}));
+  run_cmd->add_option("--device", run_args.device, "cpu (the reference backend) or webgpu")
+      ->check(CLI::IsMember({"cpu", "webgpu"}))->capture_default_str();
+  run_cmd->add_option("--adapter", run_args.adapter, "webgpu: adapter index or part of its name (default: the best)");
+  run_cmd->add_option("--tunable", run_args.tunables, "webgpu: override a kernel tunable, Op.NAME=VALUE (repeatable)");
+  run_cmd->add_option("--tunables-file", run_args.tunables_file, "webgpu: per-adapter tunables JSON");
+  run_cmd->add_flag("--profile", run_args.profile, "webgpu: print GPU time per kernel and the nodes run on the CPU");
   run_cmd->add_option("--input", run_args.inputs, "NAME=PATH (.npy or .pb), or PATH in input order");
   run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy here");
   run_cmd->add_option("--constants", run_args.constants, "Constants (.safetensors) for a .mlxg payload");

@@ -16,22 +16,36 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases_elementwise  # noqa: E402
 import cases_nn  # noqa: E402
 import cases_quant  # noqa: E402
+import cases_random  # noqa: E402
 import cases_reduce  # noqa: E402
 import cases_runtime  # noqa: E402
 import cases_shape  # noqa: E402
 
-FAMILIES = (cases_elementwise, cases_shape, cases_reduce, cases_nn, cases_quant, cases_runtime)
+FAMILIES = (cases_elementwise, cases_shape, cases_reduce, cases_nn, cases_quant, cases_runtime, cases_random)
+
+
+def collect():
+    """Every family's cases, merged by node (several families may test the same node)."""
+    by_node = {}
+    for family in FAMILIES:
+        for node, node_cases in family.cases().items():
+            merged = by_node.setdefault(node, [])
+            names = {c.name for c in merged}
+            clash = [c.name for c in node_cases if c.name in names]
+            if clash:
+                raise ValueError(f"{node}: {family.__name__} repeats case names {clash}")
+            merged += node_cases
+    return by_node
 
 
 def main(out_dir):
     started = time.time()
     os.makedirs(out_dir, exist_ok=True)
     total = 0
-    for family in FAMILIES:
-        for node, node_cases in family.cases().items():
-            with open(os.path.join(out_dir, node + ".json"), "w") as f:
-                json.dump({"node": node, "cases": [c.to_json() for c in node_cases]}, f)
-            total += len(node_cases)
+    for node, node_cases in collect().items():
+        with open(os.path.join(out_dir, node + ".json"), "w") as f:
+            json.dump({"node": node, "cases": [c.to_json() for c in node_cases]}, f)
+        total += len(node_cases)
     print(f"mlx_cases: {total} cases written to {out_dir} in {time.time() - started:.1f} s (MLX {mx.__version__})")
 
 

@@ -1,0 +1,165 @@
+// The GPU path of IR nodes: a node's fields become a spec::KernelRequest by name (tensor fields
+// as inputs and outputs, the rest as attributes), so kernels/specs/mlx/<Op>.json is all a node
+// needs to run on the GPU. No per-node C++.
+#include <chrono>
+#include <type_traits>
+#include <utility>
+
+#include "backend/webgpu/plan_runner.h"
+#include "backend/webgpu/webgpu_backend.h"
+#include "core/device_data.h"
+#include "ir/nodes.h"
+#include "wgml/error.h"
+
+namespace wgml::backend::webgpu {
+namespace {
+
+using runtime::ExecContext;
+
+// A node's fields as the spec engine sees them.
+struct NodeRequest {
+  spec::KernelRequest request;
+  std::map<std::string, Tensor> inputs;
+  std::vector<std::pair<std::string, ir::Tid>> outputs;
+  std::map<std::string, ir::Tid> input_slots;
+  std::string unadaptable;  // a field the generic mapping cannot express, if any
+};
+
+class FieldCollector {
+ public:
+  FieldCollector(const ExecContext& ctx, NodeRequest& r) : ctx_(ctx), r_(r) {}
+
+  void operator()(std::string_view name, const ir::Tid& t, ir::FieldRole role) {
+    const std::string key(name);
+    if (role == ir::FieldRole::Write) {
+      r_.outputs.emplace_back(key, t);
+      return;
+    }
+    if (role == ir::FieldRole::ReadWrite) return unadaptable(name);
+    const Tensor& x = ctx_.tensor(t);
+    r_.inputs[key] = x;
+    r_.input_slots[key] = t;
+    r_.request.inputs[key] = spec::TensorDesc{x.dtype(), x.shape()};
+  }
+  void operator()(std::string_view name, const ir::IntOrVid& v, ir::FieldRole) {
+    attribute(name, spec::Value(int64_t{ctx_.resolve(v)}));
+  }
+  void operator()(std::string_view name, const ir::FloatOrVid& v, ir::FieldRole) {
+    attribute(name, spec::Value(double{ctx_.resolve(v)}));
+  }
+  void operator()(std::string_view name, const std::vector<ir::IntOrVid>& v, ir::FieldRole) {
+    spec::List list;
+    for (int32_t e : ctx_.resolve(v)) list.emplace_back(int64_t{e});
+    attribute(name, spec::Value(std::move(list)));
+  }
+  void operator()(std::string_view name, const std::vector<int32_t>& v, ir::FieldRole) {
+    attribute(name, spec::Value::int_list(std::vector<int64_t>(v.begin(), v.end())));
+  }
+  void operator()(std::string_view name, const std::string& v, ir::FieldRole) { attribute(name, spec::Value(v)); }
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  void operator()(std::string_view name, const T& v, ir::FieldRole) {
+    if constexpr (std::is_same_v<T, bool>) {
+      attribute(name, spec::Value(v));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      attribute(name, spec::Value(double{v}));
+    } else {
+      attribute(name, spec::Value(int64_t{v}));
+      if (name == "scalar_type") output_dtype(v);
+    }
+  }
+  template <class T>
+  void operator()(std::string_view name, const std::optional<T>& v, ir::FieldRole role) {
+    if (v) (*this)(name, *v, role);
+  }
+  template <class T>
+  void operator()(std::string_view name, const T&, ir::FieldRole) {
+    unadaptable(name);
+  }
+
+ private:
+  void unadaptable(std::string_view name) {
+    if (r_.unadaptable.empty()) r_.unadaptable = "field '" + std::string(name) + "' has no spec mapping";
+  }
+  void attribute(std::string_view name, spec::Value v) { r_.request.attributes[std::string(name)] = std::move(v); }
+  // `scalar_type` (an ExecuTorch ScalarType) sets the dtype of the node's output `out`.
+  void output_dtype(int64_t code) {
+    const auto dtype = dtype_from_scalar_type(static_cast<int>(code));
+    if (dtype) r_.request.output_dtypes["out"] = *dtype;
+  }
+
+  const ExecContext& ctx_;
+  NodeRequest& r_;
+};
+
+// An input may share its buffer with an output written to the same slot when nothing else holds
+// the input's storage: the slot's old value is dead once the node has run.
+void allow_in_place(const ExecContext& ctx, NodeRequest& r) {
+  for (const auto& [out, out_slot] : r.outputs)
+    for (const auto& [in, in_slot] : r.input_slots)
+      if (in_slot.idx == out_slot.idx && r.inputs.at(in).defined()) {
+        const Tensor& held = ctx.tensor(in_slot);
+        // Held by the slot and by r.inputs: two references, and no one else.
+        r.inputs.at(in) = Tensor();
+        const bool sole = TensorDeviceAccess::sole_owner(held);
+        r.inputs.at(in) = held;
+        if (sole) r.request.may_alias.emplace_back(in, out);
+      }
+}
+
+void run_on_cpu(const ir::Node& node, ExecContext& ctx, const WebGpuState& state, const std::string& op,
+                const std::string& reason) {
+  ++state.placement->on_cpu[op];
+  state.placement->fallback_reason[op] = reason;
+  const auto start = std::chrono::steady_clock::now();
+  state.cpu->find(node.index() + 1)(node, ctx);
+  state.placement->cpu_ms[op] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+template <class N>
+void run_node(const ir::Node& node, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  const std::string op(spec_op_name(N::kName));
+  const spec::KernelSpec* spec = state.gpu->engine().find("mlx", op);
+  NodeRequest r;
+  FieldCollector collect(ctx, r);
+  ir::for_each_field(std::get<N>(node), collect);
+  if (!r.unadaptable.empty()) return run_on_cpu(node, ctx, state, op, r.unadaptable);
+  allow_in_place(ctx, r);
+  spec::KernelPlan plan;
+  try {
+    plan = state.gpu->engine().plan(*spec, r.request, state.gpu->caps(), state.gpu->tunables());
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument) throw;
+    return run_on_cpu(node, ctx, state, op, e.what());
+  }
+  GpuBuffers placed;
+  try {
+    placed = place_inputs(state.gpu, plan, r.inputs);
+  } catch (const Error& e) {
+    // Values the GPU storage cannot hold (an int64 beyond int32): the CPU computes this node, and
+    // reports the error itself where the values are invalid for the node.
+    if (e.code() != ErrorCode::Runtime) throw;
+    return run_on_cpu(node, ctx, state, op, e.what());
+  }
+  ++state.placement->on_gpu[op];
+  std::map<std::string, Tensor> outputs = run_plan(state.gpu, plan, std::move(placed));
+  r.inputs.clear();
+  for (auto& [name, slot] : r.outputs) ctx.set_tensor(slot, std::move(outputs.at(name)));
+}
+
+template <class N>
+void register_node(const spec::Engine& engine, runtime::KernelTable& table) {
+  if (!table.find(N::kUnionId) || !engine.find("mlx", std::string(spec_op_name(N::kName)))) return;
+  table.set(N::kUnionId, [](const ir::Node& node, ExecContext& ctx) { run_node<N>(node, ctx); });
+}
+
+}  // namespace
+
+void register_node_kernels(const spec::Engine& engine, const runtime::KernelTable&, runtime::KernelTable& table) {
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    (register_node<std::variant_alternative_t<I, ir::Node>>(engine, table), ...);
+  }(std::make_index_sequence<std::variant_size_v<ir::Node>>{});
+}
+
+}  // namespace wgml::backend::webgpu

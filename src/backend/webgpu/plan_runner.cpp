@@ -1,0 +1,93 @@
+#include "backend/webgpu/plan_runner.h"
+
+#include "backend/webgpu/gpu_tensor.h"
+#include "wgml/error.h"
+
+namespace wgml::backend::webgpu {
+namespace {
+
+using Buffers = GpuBuffers;
+
+[[noreturn]] void fail_plan(const spec::KernelPlan& plan, const std::string& message) {
+  throw Error(ErrorCode::Runtime, plan.op + " (" + plan.variant + "): " + message);
+}
+
+std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& context,
+                                            const spec::KernelPlan& plan, Buffers& buffers) {
+  std::map<std::string, Tensor> outputs;
+  for (const spec::PlanTensor& t : plan.tensors) {
+    if (!t.is_output) continue;
+    std::shared_ptr<gpu::PooledBuffer> buffer;
+    if (!t.alias_of.empty()) {
+      if (!buffers.count(t.alias_of)) fail_plan(plan, "output '" + t.name + "' aliases unknown input '" + t.alias_of + "'");
+      buffer = buffers.at(t.alias_of)->buffer();
+    } else {
+      buffer = new_buffer(*context, t.gpu_bytes, plan.op);
+    }
+    auto data = std::make_shared<const GpuTensorData>(context, std::move(buffer), t.storage, t.shape);
+    buffers[t.name] = data;
+    outputs[t.name] = TensorDeviceAccess::on_device(t.dtype, t.shape, data);
+  }
+  return outputs;
+}
+
+// The pipeline interface of a pass: storage bindings first, in index order, then at most one
+// params uniform, as gpu::Recorder binds them.
+gpu::KernelSpec kernel_of(const spec::KernelPlan& plan, const spec::PlanPass& pass) {
+  gpu::KernelSpec k;
+  k.label = pass.name;
+  k.wgsl = pass.wgsl;
+  k.entry_point = pass.entry_point;
+  for (size_t i = 0; i < pass.bindings.size(); ++i) {
+    const spec::PlanBinding& b = pass.bindings[i];
+    if (b.index != i) fail_plan(plan, "pass '" + pass.id + "' binds out of order at " + b.name);
+    if (b.role == spec::BindingRole::Params) {
+      if (i + 1 != pass.bindings.size()) fail_plan(plan, "pass '" + pass.id + "': params must be the last binding");
+      k.params_size = static_cast<uint32_t>(pass.params.size());
+      continue;
+    }
+    k.bindings.push_back(b.access == spec::BindingAccess::Read ? gpu::Access::Read : gpu::Access::ReadWrite);
+  }
+  return k;
+}
+
+void record_pass(GpuContext& context, const spec::KernelPlan& plan, const spec::PlanPass& pass,
+                 const Buffers& buffers) {
+  const gpu::Kernel& kernel = context.pipelines().get(kernel_of(plan, pass));
+  std::vector<gpu::BufferRange> ranges;
+  for (const spec::PlanBinding& b : pass.bindings)
+    if (b.role != spec::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->range());
+  const gpu::Grid grid{pass.dispatch[0], pass.dispatch[1], pass.dispatch[2]};
+  if (grid.workgroups() == 0) return;
+  context.recorder().dispatch(kernel, ranges,
+                              std::span(reinterpret_cast<const std::byte*>(pass.params.data()), pass.params.size()),
+                              grid, pass.name);
+}
+
+}  // namespace
+
+GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+                        const std::map<std::string, Tensor>& inputs) {
+  Buffers buffers;
+  for (const spec::PlanTensor& t : plan.tensors) {
+    if (t.is_output) continue;
+    auto it = inputs.find(t.name);
+    if (it == inputs.end()) fail_plan(plan, "input '" + t.name + "' was planned but not given");
+    buffers[t.name] = on_gpu(context, it->second, t.storage, t.name, t.value_range);
+  }
+  return buffers;
+}
+
+std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+                                       GpuBuffers buffers) {
+  std::map<std::string, Tensor> outputs = place_outputs(context, plan, buffers);
+  for (const spec::PlanPass& pass : plan.passes) record_pass(*context, plan, pass, buffers);
+  return outputs;
+}
+
+std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+                                       const std::map<std::string, Tensor>& inputs) {
+  return run_plan(context, plan, place_inputs(context, plan, inputs));
+}
+
+}  // namespace wgml::backend::webgpu

@@ -1,0 +1,59 @@
+#pragma once
+// The WebGPU backend. A node runs on the GPU when kernels/specs/mlx/<Op>.json exists and plans
+// for its operands (dtypes in typeConstraints, the spec's `when`); otherwise the CPU reference
+// kernel runs it, reading device tensors back as it needs them. Reshape, Squeeze and ExpandDims
+// are views and need no kernel: their CPU kernels only relabel the shape of the same buffer.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/webgpu/gpu_context.h"
+#include "runtime/backend.h"
+
+namespace wgml::backend::webgpu {
+
+// Where each op ran, for profiles and tests: kernels on the GPU, fallbacks with their reason.
+struct Placement {
+  std::map<std::string, uint64_t> on_gpu;
+  std::map<std::string, uint64_t> on_cpu;
+  std::map<std::string, double> cpu_ms;  // wall time of the fallbacks, reads of GPU results included
+  std::map<std::string, std::string> fallback_reason;  // the last one per op
+};
+
+// What kernels find in ExecContext::backend_state.
+struct WebGpuState {
+  std::shared_ptr<GpuContext> gpu;
+  const runtime::KernelTable* cpu = nullptr;
+  Placement* placement = nullptr;
+};
+
+class WebGpuBackend final : public runtime::Backend {
+ public:
+  explicit WebGpuBackend(const GpuOptions& options = {});
+  std::string_view name() const override { return "webgpu"; }
+  const runtime::KernelTable& kernels() const override { return table_; }
+  void attach(runtime::ExecContext& ctx) const override;
+  void end_run(runtime::ExecContext& ctx) const override;
+
+  const std::shared_ptr<GpuContext>& context() const { return gpu_; }
+  const Placement& placement() const { return placement_; }
+
+  // The mlx node names (without "Node") that have a spec, i.e. may run on the GPU.
+  std::vector<std::string> gpu_ops() const;
+
+ private:
+  std::shared_ptr<GpuContext> gpu_;
+  cpu::CpuBackend cpu_;
+  runtime::KernelTable table_;
+  mutable Placement placement_;
+};
+
+// Registers the GPU path for every node type with a spec in `engine`, the CPU kernel for the rest.
+void register_node_kernels(const spec::Engine& engine, const runtime::KernelTable& cpu, runtime::KernelTable& table);
+
+// "AddNode" -> "Add": the spec name of a node type.
+std::string_view spec_op_name(std::string_view node_name);
+
+}  // namespace wgml::backend::webgpu

@@ -1,0 +1,33 @@
+#pragma once
+// Tensors whose bytes live on a device (a GPU buffer). A backend makes them with
+// TensorDeviceAccess::on_device; reading such a tensor's data() on the host downloads the bytes
+// once (synchronising with the device), so CPU kernels run on device tensors unchanged. A host
+// tensor a backend uploads keeps the device copy attached, so constants are uploaded once.
+// Writing a tensor's host bytes (mutable_data) drops its device copy.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "wgml/tensor.h"
+
+namespace wgml {
+
+// A device's copy of a tensor's bytes. Backends subclass it.
+class DeviceData {
+ public:
+  virtual ~DeviceData() = default;
+  // Writes the tensor's bytes in host layout (`nbytes` of them) to `out`.
+  virtual void download(uint8_t* out, size_t nbytes) const = 0;
+};
+
+struct TensorDeviceAccess {
+  static Tensor on_device(DType dtype, Shape shape, std::shared_ptr<const DeviceData> device);
+  // The device copy, or null.
+  static std::shared_ptr<const DeviceData> device_data(const Tensor& t);
+  // Records that `device` holds the same bytes as `t` (shared by every tensor sharing its storage).
+  static void attach(const Tensor& t, std::shared_ptr<const DeviceData> device);
+  // Whether no other tensor shares t's storage: a kernel may then write its device copy in place.
+  static bool sole_owner(const Tensor& t);
+};
+
+}  // namespace wgml
