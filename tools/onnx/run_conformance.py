@@ -134,6 +134,22 @@ def run_test(name, test, args):
     return "pass", ""
 
 
+CAUSES = [
+    ("element type|cast to|bit cast to|quantization to", "an element type wgml has no dtype for (uint16, uint64, 8-, 4- and 2-bit types)"),
+    ("only tensor inputs", "an optional-typed graph input"),
+    ("no lowering for this op", "an op without a lowering or kernel"),
+    ("elements off|elements differ", "outputs outside the test's tolerance"),
+    ("drops at random", "random output (training-mode dropout)"),
+]
+
+
+def cause_of(status, message):
+    for pattern, cause in CAUSES:
+        if re.search(pattern, message):
+            return cause
+    return "other: see the list below" if status != "out of scope" else message
+
+
 def write_summary(path, results, tests, args, seconds):
     per_op = collections.defaultdict(collections.Counter)
     for name, (status, _) in results.items():
@@ -160,7 +176,11 @@ def write_summary(path, results, tests, args, seconds):
     for op in sorted(per_op):
         c = per_op[op]
         lines.append(f"| {op} | {c['pass']} | {c['fail']} | {c['unsupported']} | {c['out of scope']} |")
-    lines += ["", "## Tests that do not pass, by cause", ""]
+    causes = collections.Counter(cause_of(s, m) for s, m in results.values() if s in ("fail", "unsupported"))
+    lines += ["", "## Why the others do not pass", "", "| cause | tests |", "|---|---|"]
+    for cause, count in causes.most_common():
+        lines.append(f"| {cause} | {count} |")
+    lines += ["", "## Tests that do not pass, one by one", ""]
     for status in ("fail", "unsupported", "out of scope"):
         names = sorted(n for n, (s, _) in results.items() if s == status)
         if not names:

@@ -89,8 +89,7 @@ bool Value::dims_known() const {
   return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
 }
 
-Lowering::Lowering(std::string source, std::shared_ptr<const void> file_owner)
-    : source_(std::move(source)), file_owner_(std::move(file_owner)) {
+Lowering::Lowering(std::string source) : source_(std::move(source)) {
   chains_.emplace_back();
 }
 
@@ -254,7 +253,13 @@ Value Lowering::constant_value(const Tensor& t) {
   return v;
 }
 
+void fail_rank(size_t index, size_t size) {
+  throw Error(ErrorCode::InvalidProgram, "expected a value of rank above " + std::to_string(index) +
+                                             ", found rank " + std::to_string(size));
+}
+
 ir::IntOrVid Lowering::dim(const Value& v, int axis) {
+  if (axis < 0) throw Error(ErrorCode::InvalidProgram, "axis " + std::to_string(axis) + " is negative");
   if (v.dims[axis] >= 0) return literal(v.dims[axis]);
   const ir::Tid t = tensor(v);
   auto key = std::make_pair(t.idx, axis);
@@ -266,8 +271,8 @@ ir::IntOrVid Lowering::dim(const Value& v, int axis) {
   return slot(out);
 }
 
-std::vector<ir::IntOrVid> Lowering::shape_of(const Value& v) {
-  std::vector<ir::IntOrVid> out;
+Checked<ir::IntOrVid> Lowering::shape_of(const Value& v) {
+  Checked<ir::IntOrVid> out;
   for (int d = 0; d < v.rank(); ++d) out.push_back(dim(v, d));
   return out;
 }

@@ -24,8 +24,26 @@ namespace pb = ::onnx;
 int64_t checked_add(int64_t a, int64_t b);
 int64_t checked_mul(int64_t a, int64_t b);
 
+// A vector whose element access is checked: rules index dims and shapes by axis, and a model
+// whose values have other ranks than its ops require must get an error, not undefined behaviour.
+[[noreturn]] void fail_rank(size_t index, size_t size);
+
+template <class T>
+class Checked : public std::vector<T> {
+ public:
+  using std::vector<T>::vector;
+  Checked(const std::vector<T>& v) : std::vector<T>(v) {}
+  Checked(std::vector<T>&& v) : std::vector<T>(std::move(v)) {}
+  T& operator[](size_t i) { return i < this->size() ? std::vector<T>::operator[](i) : (fail_rank(i, this->size()), this->front()); }
+  const T& operator[](size_t i) const {
+    return i < this->size() ? std::vector<T>::operator[](i) : (fail_rank(i, this->size()), this->front());
+  }
+  T& back() { return (*this)[this->size() - 1]; }
+  const T& back() const { return (*this)[this->size() - 1]; }
+};
+
 // Dims of a value: -1 where only the run time knows it.
-using Dims = std::vector<int64_t>;
+using Dims = Checked<int64_t>;
 constexpr int64_t kUnknownDim = -1;
 
 // What the lowering knows about one ONNX value.
@@ -49,7 +67,7 @@ struct Unsupported {
 
 class Lowering {
  public:
-  Lowering(std::string source, std::shared_ptr<const void> file_owner);
+  explicit Lowering(std::string source);
 
   const std::string& source() const { return source_; }
 
@@ -64,7 +82,6 @@ class Lowering {
   // Instructions go to the current chain (the main chain, or a subgraph's body while lowering it).
   void emit(ir::Node node);
   void emit(ir::OnnxOp op);
-  uint32_t current_chain() const { return chain_; }
   // What the instructions emitted from now on are made from ("node 'x' (Conv)"), for errors.
   void set_origin(std::string origin) { origin_ = std::move(origin); }
   uint32_t new_chain();
@@ -86,7 +103,7 @@ class Lowering {
 
   // Dimension `axis` of v: a literal where known, else a value slot read at run time.
   ir::IntOrVid dim(const Value& v, int axis);
-  std::vector<ir::IntOrVid> shape_of(const Value& v);
+  Checked<ir::IntOrVid> shape_of(const Value& v);
   // Elements of an integer scalar or vector: known ones as literals or value slots; otherwise read
   // from the tensor at run time (its length must be known).
   std::vector<ir::IntOrVid> int_elements(const Value& v, const std::string& what);
@@ -123,7 +140,6 @@ class Lowering {
   ir::Tid tensor_from_elements(const Value& v);
 
   std::string source_;
-  std::shared_ptr<const void> file_owner_;
   std::vector<SlotClass> slot_classes_;
   std::vector<std::optional<ir::TensorMeta>> slot_meta_;
   std::vector<std::pair<std::string, Tensor>> constants_;  // by constant index

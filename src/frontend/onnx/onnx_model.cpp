@@ -113,9 +113,14 @@ void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>
   try {
     rule->lower(n);
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::Unsupported) throw;
-    unsupported.push_back({e.what()});
-    return poison_outputs(g, node);
+    if (e.code() == ErrorCode::Unsupported) {
+      unsupported.push_back({e.what()});
+      return poison_outputs(g, node);
+    }
+    // Errors raised below the rule (a rank check, an arithmetic overflow) get the node's name.
+    const std::string message = e.what();
+    if (message.find(node_label(node)) != std::string::npos) throw;
+    throw Error(e.code(), g.source() + ": " + node_label(node) + ": " + message);
   }
   for (size_t i = 0; i < n.num_outputs(); ++i)
     if (n.wants_output(i) && !g.has_value(node.output(static_cast<int>(i))))
@@ -257,7 +262,7 @@ Model load_onnx_model(const std::string& path, const io::ByteView& file) {
   model.format = ModelFormat::Onnx;
   describe(model, *proto, graph);
 
-  Lowering g(path, proto);
+  Lowering g(path);
   g.opsets = read_opsets(*proto, path);
   const TensorSource source{path, std::filesystem::path(path).parent_path().string(), proto};
   g.load_tensor = [source](const pb::TensorProto& t, const std::string& where) {

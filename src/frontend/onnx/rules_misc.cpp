@@ -141,6 +141,33 @@ void affine_grid(NodeLowering& n) {
   keep(n, {n.in(0).dtype}, {unknown(spatial + 2)});
 }
 
+void tfidf_vectorizer(NodeLowering& n) {
+  const Value& x = n.in(0);
+  if (x.dtype == DType::Float32 || x.dtype == DType::Float64) n.fail("an integer input");
+  if (x.rank() != 1 && x.rank() != 2) n.fail("an input [N] or [B, N]");
+  int64_t width = 0;
+  for (int64_t i : n.attr_ints("ngram_indexes")) {
+    if (i < 0) n.fail("ngram_indexes not negative");
+    width = std::max(width, i + 1);
+  }
+  keep(n, {DType::Float32}, {x.rank() == 2 ? Dims{x.dims[0], width} : Dims{width}});
+}
+
+void mel_weight_matrix(NodeLowering& n) {
+  const int32_t code = static_cast<int32_t>(n.attr_int("output_datatype", 1));
+  const auto dtype = dtype_from_onnx(code);
+  if (!dtype) n.unsupported("output_datatype " + onnx_type_name(code));
+  keep_with_rank(n, *dtype, 2);
+}
+
+// Col2Im: [N, C * prod(block_shape), L] -> [N, C, image_shape...].
+void col2im(NodeLowering& n) {
+  if (n.in(0).rank() != 3) n.fail("an input [N, C * prod(block_shape), L]");
+  const int64_t spatial = static_length(n, 1, "image_shape");
+  if (spatial < 1 || spatial != static_length(n, 2, "block_shape")) n.fail("image_shape and block_shape of one length");
+  keep_with_rank(n, n.in(0).dtype, static_cast<int>(spatial) + 2);
+}
+
 void dft(NodeLowering& n) { keep_with_rank(n, n.in(0).dtype, n.in(0).rank()); }
 void stft(NodeLowering& n) { keep_with_rank(n, n.in(0).dtype, 4); }
 
@@ -187,6 +214,9 @@ void add_misc_rules(std::vector<OpRule>& r) {
   r.push_back({"", "MaxUnpool", 9, max_unpool});
   r.push_back({"", "AffineGrid", 20, affine_grid});
   r.push_back({"", "DFT", 17, dft});
+  r.push_back({"", "MelWeightMatrix", 17, mel_weight_matrix});
+  r.push_back({"", "Col2Im", 18, col2im});
+  r.push_back({"", "TfIdfVectorizer", 9, tfidf_vectorizer});
   r.push_back({"", "OptionalHasElement", 15, optional_has_element});
   r.push_back({"", "OptionalGetElement", 15, optional_get_element});
   r.push_back({"", "STFT", 17, stft});

@@ -82,6 +82,20 @@ std::vector<int64_t> attr_or(const NodeLowering& n, const char* name, size_t cou
   return v;
 }
 
+// Kernel sizes, strides and dilations are positive and pads not negative; all fit in int32, so
+// the window arithmetic cannot overflow.
+void check_window(const NodeLowering& n, const Window& w) {
+  auto in_range = [&](const std::vector<int64_t>& v, int64_t lo, const char* what) {
+    for (int64_t e : v)
+      if (e < lo || e > INT32_MAX) n.fail(std::string(what) + " in [" + std::to_string(lo) + ", 2^31), found " + std::to_string(e));
+  };
+  in_range(w.kernel, 1, "kernel sizes");
+  in_range(w.strides, 1, "strides");
+  in_range(w.dilations, 1, "dilations");
+  in_range(w.begin, 0, "pads");
+  in_range(w.end, 0, "pads");
+}
+
 // Kernel, strides, dilations and explicit begin/end pads, auto_pad resolved (SAME needs the input
 // size unless the stride is 1).
 Window window(NodeLowering& n, const Value& x, std::vector<int64_t> kernel) {
@@ -93,6 +107,8 @@ Window window(NodeLowering& n, const Value& x, std::vector<int64_t> kernel) {
   const std::vector<int64_t> pads = attr_or(n, "pads", 2 * w.spatial, 0);
   w.begin.assign(pads.begin(), pads.begin() + w.spatial);
   w.end.assign(pads.begin() + w.spatial, pads.end());
+  // Checked before SAME padding is derived from them, and again after.
+  check_window(n, w);
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "VALID") {
     w.begin.assign(w.spatial, 0);
@@ -113,6 +129,7 @@ Window window(NodeLowering& n, const Value& x, std::vector<int64_t> kernel) {
   } else if (auto_pad != "NOTSET") {
     n.fail("auto_pad NOTSET, SAME_UPPER, SAME_LOWER or VALID, found " + auto_pad);
   }
+  check_window(n, w);
   return w;
 }
 
@@ -210,6 +227,7 @@ Value convolution(NodeLowering& n, const Value& x, const Value& wv, std::optiona
   const int rank = x.rank();
   if (rank != win.spatial + 2) n.fail("an input of rank " + std::to_string(win.spatial + 2));
   const int64_t groups = n.attr_int("group", 1);
+  if (groups < 1 || groups > INT32_MAX) n.fail("a group count in [1, 2^31), found " + std::to_string(groups));
   // ONNX [M, C/g, k...] -> mlx [M, k..., C/g].
   std::vector<int64_t> final_shape{wv.dims[0]};
   final_shape.insert(final_shape.end(), win.kernel.begin(), win.kernel.end());
@@ -244,6 +262,7 @@ void conv_transpose(NodeLowering& n) {
   const int spatial = static_cast<int>(kernel.size());
   if (rank != spatial + 2) n.fail("an input of rank " + std::to_string(spatial + 2));
   const int64_t groups = n.attr_int("group", 1);
+  if (groups < 1 || groups > INT32_MAX) n.fail("a group count in [1, 2^31), found " + std::to_string(groups));
   Window win;
   win.spatial = spatial;
   win.kernel = kernel;
@@ -253,6 +272,9 @@ void conv_transpose(NodeLowering& n) {
   const std::vector<int64_t> pads = attr_or(n, "pads", 2 * spatial, 0);
   win.begin.assign(pads.begin(), pads.begin() + spatial);
   win.end.assign(pads.begin() + spatial, pads.end());
+  check_window(n, win);
+  for (int64_t p : output_padding)
+    if (p < 0 || p > INT32_MAX) n.fail("output_padding in [0, 2^31)");
   const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   const std::vector<int64_t> output_shape = n.attr_ints("output_shape");
   // With output_shape or SAME padding, the total padding follows from the output size.

@@ -165,10 +165,10 @@ Dims reshaped_dims(const Value& x, const std::vector<IntOrVid>& shape) {
     }
     dims.push_back(known_or_unknown(shape[i]));
     if (dims.back() < 0) others_known = false;
-    else known *= dims.back();
+    else known = checked_mul(known, dims.back());
   }
   if (infer >= 0 && others_known && known > 0 && x.dims_known())
-    dims[infer] = std::accumulate(x.dims.begin(), x.dims.end(), int64_t{1}, std::multiplies<>()) / known;
+    dims[infer] = std::accumulate(x.dims.begin(), x.dims.end(), int64_t{1}, checked_mul) / known;
   return dims;
 }
 
@@ -459,7 +459,7 @@ void tile(NodeLowering& n) {
   if (static_cast<int>(reps.size()) != x.rank()) n.fail("one repeat per input dim");
   Dims dims;
   for (int d = 0; d < x.rank(); ++d)
-    dims.push_back(x.dims[d] >= 0 && !reps[d].is_vid ? x.dims[d] * reps[d].literal : kUnknownDim);
+    dims.push_back(x.dims[d] >= 0 && !reps[d].is_vid ? checked_mul(x.dims[d], reps[d].literal) : kUnknownDim);
   const Tid out = n.g.new_temp();
   n.g.emit(TileNode{.x = n.in_tensor(0), .out = out, .reps = reps});
   n.set_output(0, out, x.dtype, dims);
@@ -505,7 +505,7 @@ void pad(NodeLowering& n) {
     widths[2 * axis] = before;
     widths[2 * axis + 1] = after;
     const IntOrVid b = pads[i], a = pads[i + axes.size()];
-    dims[axis] = (x.dims[axis] >= 0 && !b.is_vid && !a.is_vid) ? x.dims[axis] + b.literal + a.literal : kUnknownDim;
+    dims[axis] = (x.dims[axis] >= 0 && !b.is_vid && !a.is_vid) ? checked_add(checked_add(x.dims[axis], b.literal), a.literal) : kUnknownDim;
   }
   const Tid out = n.g.new_temp();
   n.g.emit(PadNode{.x = t, .out = out, .pad_width = widths, .mode = mode, .constant_value = static_cast<float>(value)});
@@ -521,7 +521,7 @@ void depth_to_space(NodeLowering& n) {
   if (b <= 0) n.fail("a positive blocksize");
   const bool crd = n.attr_string("mode", "DCR") == "CRD";
   const auto s = n.g.shape_of(x);
-  const IntOrVid c = n.g.floor_div(s[1], literal(b * b));
+  const IntOrVid c = n.g.floor_div(s[1], literal(checked_mul(b, b)));
   const std::vector<IntOrVid> split = crd ? std::vector<IntOrVid>{s[0], c, literal(b), literal(b), s[2], s[3]}
                                           : std::vector<IntOrVid>{s[0], literal(b), literal(b), c, s[2], s[3]};
   const std::vector<int> perm = crd ? std::vector<int>{0, 1, 4, 2, 5, 3} : std::vector<int>{0, 3, 4, 1, 5, 2};
@@ -540,7 +540,7 @@ void space_to_depth(NodeLowering& n) {
   const bool crd = n.attr_string("mode", "DCR") == "CRD";
   const std::vector<int> perm = crd ? std::vector<int>{0, 1, 3, 5, 2, 4} : std::vector<int>{0, 3, 5, 1, 2, 4};
   const Tid t = n.transpose(n.reshape(n.in_tensor(0), {s[0], s[1], h, literal(b), w, literal(b)}), perm);
-  const std::vector<IntOrVid> out_shape{s[0], n.g.mul(s[1], literal(b * b)), h, w};
+  const std::vector<IntOrVid> out_shape{s[0], n.g.mul(s[1], literal(checked_mul(b, b))), h, w};
   n.set_output(0, n.reshape(t, out_shape), x.dtype, dims_of(out_shape));
 }
 

@@ -79,10 +79,12 @@ Tensor view_or_copy(DType dtype, Shape shape, std::shared_ptr<const void> owner,
 template <class Field>
 Tensor from_typed(DType dtype, Shape shape, const Field& field, const TensorSource& s,
                   const std::string& where, const char* field_name) {
-  Tensor out(dtype, std::move(shape));
-  if (static_cast<int64_t>(field.size()) != out.numel())
-    bad(s, where, "expected " + std::to_string(out.numel()) + " values in " + field_name +
+  // Checked before allocating: the dims alone may promise more than the file holds.
+  const int64_t count = shape_numel(shape);
+  if (static_cast<int64_t>(field.size()) != count)
+    bad(s, where, "expected " + std::to_string(count) + " values in " + field_name +
                       ", found " + std::to_string(field.size()));
+  Tensor out(dtype, std::move(shape));
   uint8_t* dst = out.mutable_data();
   for (int64_t i = 0; i < out.numel(); ++i) {
     const auto v = field.Get(static_cast<int>(i));
@@ -95,10 +97,11 @@ Tensor from_typed(DType dtype, Shape shape, const Field& field, const TensorSour
 // int32_data holds float16/bfloat16 as their raw 16 bits.
 Tensor from_half_bits(DType dtype, Shape shape, const pb::TensorProto& t, const TensorSource& s,
                       const std::string& where) {
-  Tensor out(dtype, std::move(shape));
-  if (t.int32_data_size() != out.numel())
-    bad(s, where, "expected " + std::to_string(out.numel()) + " values in int32_data, found " +
+  const int64_t count = shape_numel(shape);
+  if (t.int32_data_size() != count)
+    bad(s, where, "expected " + std::to_string(count) + " values in int32_data, found " +
                       std::to_string(t.int32_data_size()));
+  Tensor out(dtype, std::move(shape));
   auto* dst = out.mutable_data_as<uint16_t>();
   for (int64_t i = 0; i < out.numel(); ++i)
     dst[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));

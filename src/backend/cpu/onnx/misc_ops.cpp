@@ -1,7 +1,9 @@
 // Kept ONNX ops of their own kind: LinearAttention (a per-token recurrence), BitCast, Det,
-// MaxUnpool, AffineGrid, and Dropout whose training mode or ratio arrive at run time.
+// MaxUnpool, AffineGrid, TfIdfVectorizer, Col2Im, and Dropout whose training mode or ratio arrive at run time.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "backend/cpu/onnx/onnx_op.h"
 #include "core/elements.h"
@@ -235,6 +237,150 @@ void center_crop_pad(OpView& v) {
   v.output(0, std::move(out));
 }
 
+// TfIdfVectorizer's pool: each n-gram (pool_int64s cut by ngram_counts) mapped to its output column.
+std::map<std::vector<int64_t>, int64_t> tfidf_columns(const OpView& v) {
+  const std::vector<int64_t> pool = v.attr_ints("pool_int64s"), counts = v.attr_ints("ngram_counts");
+  const std::vector<int64_t> indexes = v.attr_ints("ngram_indexes");
+  const auto pool_size = static_cast<int64_t>(pool.size());
+  std::map<std::vector<int64_t>, int64_t> column;
+  size_t gram = 0;
+  for (size_t n = 1; n <= counts.size(); ++n) {
+    const int64_t begin = counts[n - 1], end = n < counts.size() ? counts[n] : pool_size;
+    if (begin < 0 || end > pool_size || begin > end || (end - begin) % static_cast<int64_t>(n) != 0)
+      fail("TfIdfVectorizer: ngram_counts do not partition pool_int64s");
+    for (int64_t at = begin; at < end; at += static_cast<int64_t>(n), ++gram) {
+      if (gram >= indexes.size()) fail("TfIdfVectorizer: fewer ngram_indexes than n-grams");
+      if (indexes[gram] < 0) fail("TfIdfVectorizer: negative ngram_indexes");
+      column[std::vector<int64_t>(pool.begin() + at, pool.begin() + at + static_cast<int64_t>(n))] = indexes[gram];
+    }
+  }
+  return column;
+}
+
+// Counts, per row, every pool n-gram of length [min, max] whose elements are taken skip + 1 apart
+// (skip up to max_skip_count; unigrams counted once).
+std::vector<double> tfidf_counts(const OpView& v, const std::vector<int64_t>& values, int64_t rows, int64_t len,
+                                 const std::map<std::vector<int64_t>, int64_t>& column, int64_t width) {
+  // No pool n-gram is longer than ngram_counts has entries, nor can a skip reach past the row.
+  const auto longest = static_cast<int64_t>(v.attr_ints("ngram_counts").size());
+  const int64_t min_n = std::max<int64_t>(v.attr_int("min_gram_length", 1), 1);
+  const int64_t max_n = std::min(v.attr_int("max_gram_length", 1), longest);
+  const int64_t max_skip = std::min(v.attr_int("max_skip_count", 0), len);
+  std::vector<double> out(static_cast<size_t>(rows * width), 0.0);
+  std::vector<int64_t> key;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t n = min_n; n <= max_n; ++n)
+      for (int64_t skip = 0; skip <= (n == 1 ? 0 : max_skip); ++skip)
+        for (int64_t i = 0; i + (n - 1) * (skip + 1) < len; ++i) {
+          key.clear();
+          for (int64_t k = 0; k < n; ++k) key.push_back(values[r * len + i + k * (skip + 1)]);
+          auto it = column.find(key);
+          if (it != column.end()) out[r * width + it->second] += 1;
+        }
+  return out;
+}
+
+// TfIdfVectorizer on integer input [N] or [B, N]: TF counts of the pool's n-grams, IDF weights of
+// the present ones, or their product, each at its ngram_indexes column.
+void tfidf_vectorizer(OpView& v) {
+  const Tensor& x = v.required(0);
+  if (x.rank() != 1 && x.rank() != 2) fail("TfIdfVectorizer: expected input [N] or [B, N]");
+  const auto column = tfidf_columns(v);
+  int64_t width = 0;
+  for (int64_t i : v.attr_ints("ngram_indexes")) width = std::max(width, i + 1);
+  const std::vector<double> weights = v.attr_floats("weights");
+  if (!weights.empty() && static_cast<int64_t>(weights.size()) < width)
+    fail("TfIdfVectorizer: fewer weights than output columns");
+  const std::string mode = v.attr_string("mode", "TF");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") fail("TfIdfVectorizer: unknown mode '" + mode + "'");
+  const int64_t rows = x.rank() == 2 ? x.dim(0) : 1, len = x.dim(x.rank() - 1);
+  std::vector<double> out = tfidf_counts(v, ints_of(x), rows, len, column, width);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double w = weights.empty() ? 1.0 : weights[i % static_cast<size_t>(width)];
+    if (mode == "IDF") out[i] = out[i] > 0 ? w : 0;
+    else if (mode == "TFIDF") out[i] *= w;
+  }
+  v.output(0, from_doubles(DType::Float32, x.rank() == 2 ? Shape{rows, width} : Shape{width}, out));
+}
+
+// One spatial axis of Col2Im: image size, block size, dilation, stride, begin pad, and how many
+// block positions fit along it.
+struct Col2ImAxis {
+  int64_t image, block, dilation, stride, pad, positions;
+};
+
+std::vector<Col2ImAxis> col2im_axes(const OpView& v, const std::vector<int64_t>& image, const std::vector<int64_t>& block) {
+  const size_t s = image.size();
+  const std::vector<int64_t> ones(s, 1), zeros(2 * s, 0);
+  std::vector<int64_t> dilations = v.attr_ints("dilations"), strides = v.attr_ints("strides"), pads = v.attr_ints("pads");
+  if (dilations.empty()) dilations = ones;
+  if (strides.empty()) strides = ones;
+  if (pads.empty()) pads = zeros;
+  if (block.size() != s || dilations.size() != s || strides.size() != s || pads.size() != 2 * s)
+    fail("Col2Im: image_shape, block_shape, dilations, strides and pads disagree in length");
+  std::vector<Col2ImAxis> axes;
+  for (size_t i = 0; i < s; ++i) {
+    const Col2ImAxis a{image[i], block[i], dilations[i], strides[i], pads[i], 0};
+    for (int64_t e : {a.image, a.block, a.dilation, a.stride})
+      if (e < 1 || e > INT32_MAX) fail("Col2Im: sizes, dilations and strides must be in [1, 2^31)");
+    if (pads[i] < 0 || pads[i + s] < 0 || pads[i] > INT32_MAX || pads[i + s] > INT32_MAX) fail("Col2Im: pads must be in [0, 2^31)");
+    const int64_t span = a.image + pads[i] + pads[i + s] - ((a.block - 1) * a.dilation + 1);
+    if (span < 0) fail("Col2Im: the block does not fit the padded image");
+    axes.push_back(a);
+    axes.back().positions = span / a.stride + 1;
+  }
+  return axes;
+}
+
+// Advances a multi-index over `limits` (last axis fastest); false after the last one.
+bool next_index(std::vector<int64_t>& index, const std::vector<int64_t>& limits) {
+  for (size_t d = index.size(); d-- > 0;) {
+    if (++index[d] < limits[d]) return true;
+    index[d] = 0;
+  }
+  return false;
+}
+
+// Col2Im: sums each column's block of values back into the image at its sliding-window place
+// (the inverse of im2col), for input [N, C * prod(block), L].
+void col2im(OpView& v) {
+  const Tensor& x = v.required(0);
+  const std::vector<int64_t> image = ints_of(v.required(1)), block = ints_of(v.required(2));
+  if (x.rank() != 3 || image.empty()) fail("Col2Im: expected input [N, C * prod(block_shape), L] and a non-empty image_shape");
+  const std::vector<Col2ImAxis> axes = col2im_axes(v, image, block);
+  std::vector<int64_t> position_limits;
+  for (const Col2ImAxis& a : axes) position_limits.push_back(a.positions);
+  // shape_numel refuses products too large for a tensor.
+  const int64_t block_size = shape_numel(block), positions = shape_numel(position_limits), image_size = shape_numel(image);
+  if (x.dim(1) % block_size != 0 || x.dim(2) != positions) fail("Col2Im: the input's dims do not match the blocks and image");
+  const int64_t channels = x.dim(1) / block_size;
+  Shape shape{x.dim(0), channels};
+  shape.insert(shape.end(), image.begin(), image.end());
+  const std::vector<double> in = doubles_of(x);
+  std::vector<double> out(static_cast<size_t>(shape_numel(shape)), 0.0);
+  for (int64_t nc = 0; nc < x.dim(0) * channels; ++nc) {
+    std::vector<int64_t> b(axes.size(), 0);
+    int64_t row = nc * block_size;
+    do {
+      std::vector<int64_t> p(axes.size(), 0);
+      int64_t column = 0;
+      do {
+        int64_t at = 0;
+        bool inside = true;
+        for (size_t d = 0; d < axes.size() && inside; ++d) {
+          const int64_t coord = p[d] * axes[d].stride - axes[d].pad + b[d] * axes[d].dilation;
+          inside = coord >= 0 && coord < axes[d].image;
+          at = at * axes[d].image + coord;
+        }
+        if (inside) out[nc * image_size + at] += in[row * positions + column];
+        ++column;
+      } while (next_index(p, position_limits));
+      ++row;
+    } while (next_index(b, block));
+  }
+  v.output(0, from_doubles(x.dtype(), shape, out));
+}
+
 // Inference is the identity; dropping at random in training mode has no reproducible result.
 void dropout(OpView& v) {
   const Tensor& x = v.required(0);
@@ -259,6 +405,8 @@ void register_misc_ops(runtime::KernelTable& t) {
   t.add_onnx("ai.onnx", "AffineGrid", kernel<affine_grid>);
   t.add_onnx("ai.onnx", "Dropout", kernel<dropout>);
   t.add_onnx("ai.onnx", "CenterCropPad", kernel<center_crop_pad>);
+  t.add_onnx("ai.onnx", "TfIdfVectorizer", kernel<tfidf_vectorizer>);
+  t.add_onnx("ai.onnx", "Col2Im", kernel<col2im>);
 }
 
 }  // namespace wgml::backend::cpu::onnx_ops

@@ -1,12 +1,13 @@
 // DFT and STFT by the definition (O(n^2) per transform), as ONNX defines them: the last input dim
 // holds 1 (real) or 2 (real, imaginary) values; outputs are complex pairs, except the real result of
-// an inverse one-sided transform.
+// an inverse one-sided transform. MelWeightMatrix as ONNX's reference builds it.
 #include <cmath>
 #include <complex>
 
 #include "backend/cpu/onnx/onnx_op.h"
 #include "core/elements.h"
 #include "core/layout.h"
+#include "frontend/onnx/onnx_types.h"
 
 namespace wgml::backend::cpu::onnx_ops {
 namespace {
@@ -124,11 +125,55 @@ void stft(OpView& v) {
   v.output(0, std::move(out));
 }
 
+// The mel scale's edges, num_mel_bins + 2 points evenly spaced in mel (the step divides by the
+// point count, as ONNX's reference does), as spectrogram bin numbers.
+std::vector<int64_t> mel_edges(int64_t mel_bins, int64_t dft_length, int64_t sample_rate, double low_hz, double high_hz) {
+  const double low_mel = 2595 * std::log1p(low_hz / 700) / std::log(10.0);
+  const double high_mel = 2595 * std::log1p(high_hz / 700) / std::log(10.0);
+  const double step = (high_mel - low_mel) / static_cast<double>(mel_bins + 2);
+  std::vector<int64_t> edges;
+  for (int64_t i = 0; i < mel_bins + 2; ++i) {
+    const double hz = 700 * std::expm1((static_cast<double>(i) * step + low_mel) / 2595 * std::log(10.0));
+    const double bin = std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate));
+    if (!(bin >= 0 && bin <= static_cast<double>(dft_length / 2)))
+      fail("MelWeightMatrix: the edge frequencies fall outside the spectrogram's bins");
+    edges.push_back(static_cast<int64_t>(bin));
+  }
+  return edges;
+}
+
+// Triangular filters [dft_length / 2 + 1, num_mel_bins]: rising from each mel bin's left edge to
+// its center, falling to its right edge.
+void mel_weight_matrix(OpView& v) {
+  const int64_t mel_bins = ints_of(v.required(0)).at(0), dft_length = ints_of(v.required(1)).at(0);
+  const int64_t sample_rate = ints_of(v.required(2)).at(0);
+  if (mel_bins < 1 || dft_length < 1 || sample_rate < 1 || mel_bins > (int64_t{1} << 24) || dft_length > (int64_t{1} << 24))
+    fail("MelWeightMatrix: num_mel_bins, dft_length and sample_rate must be positive (and below 2^24)");
+  const std::vector<int64_t> edge = mel_edges(mel_bins, dft_length, sample_rate, doubles_of(v.required(3)).at(0),
+                                              doubles_of(v.required(4)).at(0));
+  const int64_t bins = dft_length / 2 + 1;
+  std::vector<double> w(static_cast<size_t>(bins * mel_bins), 0.0);
+  for (int64_t i = 0; i < mel_bins; ++i) {
+    const int64_t left = edge[i], center = edge[i + 1], right = edge[i + 2];
+    if (center == left) w[center * mel_bins + i] = 1;
+    for (int64_t j = left; center > left && j <= center; ++j)
+      w[j * mel_bins + i] = static_cast<double>(j - left) / static_cast<double>(center - left);
+    for (int64_t j = center; j < right; ++j)
+      w[j * mel_bins + i] = static_cast<double>(right - j) / static_cast<double>(right - center);
+  }
+  const auto dtype = frontend::onnx::dtype_from_onnx(static_cast<int32_t>(v.attr_int("output_datatype", 1)));
+  if (!dtype) fail("MelWeightMatrix: unsupported output_datatype");
+  Tensor out(*dtype, {bins, mel_bins});
+  for (size_t i = 0; i < w.size(); ++i) store_double(*dtype, out.mutable_data(), static_cast<int64_t>(i), w[i]);
+  v.output(0, std::move(out));
+}
+
 }  // namespace
 
 void register_spectral_ops(runtime::KernelTable& t) {
   t.add_onnx("ai.onnx", "DFT", kernel<dft>);
   t.add_onnx("ai.onnx", "STFT", kernel<stft>);
+  t.add_onnx("ai.onnx", "MelWeightMatrix", kernel<mel_weight_matrix>);
 }
 
 }  // namespace wgml::backend::cpu::onnx_ops
