@@ -420,6 +420,11 @@ class Planner {
 
   // ---- passes -------------------------------------------------------------------------------
 
+  bool is_optional_input(const std::string& name) const {
+    const TensorSpec* t = spec_.input(name);
+    return t && t->optional;
+  }
+
   PlanBinding tensor_binding(const PassSpec& pass, const PassBinding& b, const Scope& scope, const KernelPlan& plan) const {
     const PlanTensor* tensor = plan.tensor(b.arg);
     if (!tensor) fail(ErrorCode::Unsupported, "pass '" + pass.id + "' binds '" + b.arg + "', which is absent");
@@ -516,6 +521,8 @@ class Planner {
     List binding_values, param_fields;
     bool uses_f16 = false;
     for (const PassBinding& b : pass.bindings) {
+      // An optional input the request leaves out is not bound (Clip without a_max).
+      if (!b.uniform && !plan.tensor(b.arg) && is_optional_input(b.arg)) continue;
       PlanBinding pb = b.uniform ? params_binding(b, scope, out.params, param_fields) : tensor_binding(pass, b, scope, plan);
       pb.index = static_cast<uint32_t>(out.bindings.size());
       uses_f16 = uses_f16 || pb.element_type.find("f16") != std::string::npos;

@@ -41,6 +41,10 @@ class FieldCollector {
     r_.input_slots[key] = t;
     r_.request.inputs[key] = spec::TensorDesc{x.dtype(), x.shape()};
   }
+  // A list of tensors (Concatenate's parts, Split's outputs): `tensors0`, `tensors1`, ...
+  void operator()(std::string_view name, const std::vector<ir::Tid>& list, ir::FieldRole role) {
+    for (size_t k = 0; k < list.size(); ++k) (*this)(std::string(name) + std::to_string(k), list[k], role);
+  }
   void operator()(std::string_view name, const ir::IntOrVid& v, ir::FieldRole) {
     attribute(name, spec::Value(int64_t{ctx_.resolve(v)}));
   }
