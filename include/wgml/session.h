@@ -27,7 +27,7 @@ struct SessionOptions {
 // Time spent per op kind, summed over the runs since the last call of Session::profile().
 struct OpProfile {
   std::string op;      // a kernel pass ("Add", "TensorScatter.Scatter") or a node run on the CPU
-  std::string device;  // "webgpu" or "cpu"
+  std::string device;  // "webgpu", "cpu", or "view" (a shape change of a GPU tensor: nothing runs)
   uint64_t calls = 0;
   double total_ms = 0;  // GPU time from timestamp queries; wall time on the CPU
   std::string note;     // for a node run on the CPU instead of the GPU: why

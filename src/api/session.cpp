@@ -96,6 +96,10 @@ std::vector<OpProfile> Session::profile() {
     const double ms = placement.cpu_ms.at(op) - impl_->placement_seen.cpu_ms[op];
     p = OpProfile{op, "cpu", count - seen, ms, placement.fallback_reason.at(op)};
   }
+  for (const auto& [op, count] : placement.views) {
+    const uint64_t seen = impl_->placement_seen.views[op];
+    if (count != seen) by_op[{op, "view"}] = OpProfile{op, "view", count - seen, 0, "a shape change: the GPU buffer is shared"};
+  }
   impl_->placement_seen = placement;
   std::vector<OpProfile> out;
   for (auto& [key, p] : by_op) out.push_back(std::move(p));

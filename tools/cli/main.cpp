@@ -10,6 +10,7 @@
 #include "backend/webgpu/webgpu_backend.h"
 #include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"
+#include "gpu/gpu_error.h"
 #include "runtime/executor.h"
 #include "io/npy.h"
 #include "spec_command.h"
@@ -28,7 +29,7 @@ int inspect(const std::string& path, bool json) {
 
 struct RunArgs {
   std::string path;
-  std::string device = "cpu";
+  std::string device = "auto";
   std::vector<std::string> inputs;
   std::string output_dir;
   std::string constants;
@@ -108,8 +109,24 @@ std::string describe(const wgml::Value& v) {
   return std::get<bool>(v) ? "bool true" : "bool false";
 }
 
+// `auto`: the best WebGPU adapter (a GPU, else a CPU implementation such as lavapipe), or the CPU
+// reference where the machine has no WebGPU library or device at all.
+wgml::Session open_session(const RunArgs& args) {
+  wgml::SessionOptions options = session_options(args);
+  if (args.device != "auto") return wgml::Session(args.path, options);
+  options.device = "webgpu";
+  try {
+    return wgml::Session(args.path, options);
+  } catch (const wgml::gpu::GpuError& e) {
+    if (e.kind() != wgml::gpu::GpuErrorKind::LibraryNotFound && e.kind() != wgml::gpu::GpuErrorKind::NoAdapter) throw;
+    std::cerr << "wgml: no WebGPU device (" << e.what() << "); running on the CPU reference\n";
+    options.device = "cpu";
+    return wgml::Session(args.path, options);
+  }
+}
+
 int run(const RunArgs& args) {
-  wgml::Session session(args.path, session_options(args));
+  wgml::Session session = open_session(args);
   const auto outputs = session.run(load_inputs(session, args.inputs));
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string& name = session.outputs()[i].name;
@@ -141,7 +158,11 @@ int list_ops(bool json) {
     const bool native = wgml::runtime::Executor::handles_natively(id);
     const bool on_cpu = cpu.kernels().find(id) || native;
     const std::string op(wgml::backend::webgpu::spec_op_name(wgml::ir::kNodeNames[id]));
-    const char* webgpu = engine.find("mlx", op) ? "kernel" : native ? "executor" : on_cpu ? "cpu fallback" : "no";
+    const char* webgpu = engine.find("mlx", op)                       ? "kernel"
+                         : native                                      ? "executor"
+                         : wgml::backend::webgpu::is_view_node(op)    ? "view"
+                         : on_cpu                                      ? "cpu fallback"
+                                                                       : "no";
     ops.push_back({{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id},
                    {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
   }
@@ -175,8 +196,10 @@ int main(int argc, char** argv) {
   RunArgs run_args;
   auto* run_cmd = app.add_subcommand("run", "Run a model on inputs given as .npy or ONNX TensorProto .pb files");
   run_cmd->add_option("file", run_args.path, "Model file (.pte, .mlxg, .onnx)")->required();
-  run_cmd->add_option("--device", run_args.device, "cpu (the reference backend) or webgpu")
-      ->check(CLI::IsMember({"cpu", "webgpu"}))->capture_default_str();
+  run_cmd->add_option("--device", run_args.device,
+                      "webgpu (GPU kernels, the rest on the CPU), cpu (the reference), or auto: webgpu where "
+                      "the machine has a WebGPU device (a GPU, else lavapipe), else cpu")
+      ->check(CLI::IsMember({"auto", "cpu", "webgpu"}))->capture_default_str();
   run_cmd->add_option("--adapter", run_args.adapter, "webgpu: adapter index or part of its name (default: the best)");
   run_cmd->add_option("--tunable", run_args.tunables, "webgpu: override a kernel tunable, Op.NAME=VALUE (repeatable)");
   run_cmd->add_option("--tunables-file", run_args.tunables_file, "webgpu: per-adapter tunables JSON");

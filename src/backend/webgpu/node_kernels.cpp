@@ -2,6 +2,7 @@
 // as inputs and outputs, the rest as attributes), so kernels/specs/mlx/<Op>.json is all a node
 // needs to run on the GPU. No per-node C++.
 #include <chrono>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -68,7 +69,7 @@ class FieldCollector {
     } else if constexpr (std::is_floating_point_v<T>) {
       attribute(name, spec::Value(double{v}));
     } else {
-      attribute(name, spec::Value(int64_t{v}));
+      attribute(name, spec::Value(static_cast<int64_t>(v)));
       if (name == "scalar_type") output_dtype(v);
     }
   }
@@ -111,59 +112,115 @@ void allow_in_place(const ExecContext& ctx, NodeRequest& r) {
       }
 }
 
-void run_on_cpu(const ir::Node& node, ExecContext& ctx, const WebGpuState& state, const std::string& op,
-                const std::string& reason) {
+// Runs `cpu` (the CPU reference kernel of `op`), counted and timed for profiles.
+template <class F>
+void run_on_cpu(const WebGpuState& state, const std::string& op, const std::string& reason, F cpu) {
   ++state.placement->on_cpu[op];
   state.placement->fallback_reason[op] = reason;
   const auto start = std::chrono::steady_clock::now();
-  state.cpu->find(node.index() + 1)(node, ctx);
+  cpu();
   state.placement->cpu_ms[op] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Plans `r` with `spec` and records it on the GPU, writing the outputs to their slots. Returns
+// the reason when the request does not fit the GPU (the caller runs the CPU kernel instead).
+std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const spec::KernelSpec& spec,
+                                      const std::string& op, NodeRequest& r) {
+  if (!r.unadaptable.empty()) return r.unadaptable;
+  allow_in_place(ctx, r);
+  spec::KernelPlan plan;
+  GpuBuffers placed;
+  try {
+    plan = state.gpu->engine().plan(spec, r.request, state.gpu->caps(), state.gpu->tunables());
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument) throw;
+    return e.what();
+  }
+  try {
+    placed = place_inputs(state.gpu, plan, r.inputs);
+  } catch (const Error& e) {
+    // Values the GPU storage cannot hold (an int64 beyond int32): the CPU computes this op, and
+    // reports the error itself where the values are invalid for it.
+    if (e.code() != ErrorCode::Runtime) throw;
+    return e.what();
+  }
+  ++state.placement->on_gpu[op];
+  std::map<std::string, Tensor> outputs = run_plan(state.gpu, plan, std::move(placed));
+  r.inputs.clear();
+  for (auto& [name, slot] : r.outputs) ctx.set_tensor(slot, std::move(outputs.at(name)));
+  return std::nullopt;
 }
 
 template <class N>
 void run_node(const ir::Node& node, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
   const std::string op(spec_op_name(N::kName));
-  const spec::KernelSpec* spec = state.gpu->engine().find("mlx", op);
   NodeRequest r;
   FieldCollector collect(ctx, r);
   ir::for_each_field(std::get<N>(node), collect);
-  if (!r.unadaptable.empty()) return run_on_cpu(node, ctx, state, op, r.unadaptable);
-  allow_in_place(ctx, r);
-  spec::KernelPlan plan;
-  try {
-    plan = state.gpu->engine().plan(*spec, r.request, state.gpu->caps(), state.gpu->tunables());
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument) throw;
-    return run_on_cpu(node, ctx, state, op, e.what());
-  }
-  GpuBuffers placed;
-  try {
-    placed = place_inputs(state.gpu, plan, r.inputs);
-  } catch (const Error& e) {
-    // Values the GPU storage cannot hold (an int64 beyond int32): the CPU computes this node, and
-    // reports the error itself where the values are invalid for the node.
-    if (e.code() != ErrorCode::Runtime) throw;
-    return run_on_cpu(node, ctx, state, op, e.what());
-  }
-  ++state.placement->on_gpu[op];
-  std::map<std::string, Tensor> outputs = run_plan(state.gpu, plan, std::move(placed));
-  r.inputs.clear();
-  for (auto& [name, slot] : r.outputs) ctx.set_tensor(slot, std::move(outputs.at(name)));
+  const auto why_not = run_on_gpu(ctx, state, *state.gpu->engine().find("mlx", op), op, r);
+  if (why_not) run_on_cpu(state, op, *why_not, [&] { state.cpu->find(N::kUnionId)(node, ctx); });
+}
+
+// A node without a spec runs on the CPU reference, counted and timed for profiles.
+template <class N>
+void run_without_spec(const ir::Node& node, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  const std::string op(spec_op_name(N::kName));
+  const runtime::KernelFn cpu = state.cpu->find(N::kUnionId);
+  if (!is_view_node(op)) return run_on_cpu(state, op, "no GPU kernel yet", [&] { cpu(node, ctx); });
+  ++state.placement->views[op];
+  cpu(node, ctx);
 }
 
 template <class N>
 void register_node(const spec::Engine& engine, runtime::KernelTable& table) {
-  if (!table.find(N::kUnionId) || !engine.find("mlx", std::string(spec_op_name(N::kName)))) return;
-  table.set(N::kUnionId, [](const ir::Node& node, ExecContext& ctx) { run_node<N>(node, ctx); });
+  if (!table.find(N::kUnionId)) return;
+  if (engine.find("mlx", std::string(spec_op_name(N::kName)))) table.set(N::kUnionId, run_node<N>);
+  else table.set(N::kUnionId, run_without_spec<N>);
+}
+
+spec::Value attribute_value(const ir::OnnxAttribute::Value& v) {
+  return std::visit([](const auto& a) -> spec::Value {
+    using A = std::decay_t<decltype(a)>;
+    if constexpr (std::is_same_v<A, std::vector<int64_t>>) return spec::Value::int_list(a);
+    else if constexpr (std::is_same_v<A, std::vector<double>> || std::is_same_v<A, std::vector<std::string>>)
+      return spec::Value(spec::List(a.begin(), a.end()));
+    else return spec::Value(a);
+  }, v);
+}
+
+// A kept ONNX op's operands by position, named as the spec declares its inputs and outputs.
+NodeRequest onnx_request(const ir::OnnxOp& op, const spec::KernelSpec& spec, const ExecContext& ctx) {
+  NodeRequest r;
+  FieldCollector collect(ctx, r);
+  if (op.inputs.size() > spec.inputs.size() || op.outputs.size() > spec.outputs.size())
+    r.unadaptable = "more operands than the spec declares";
+  for (size_t k = 0; k < op.inputs.size() && k < spec.inputs.size(); ++k)
+    if (op.inputs[k]) collect(spec.inputs[k].name, *op.inputs[k], ir::FieldRole::Read);
+  for (size_t k = 0; k < op.outputs.size() && k < spec.outputs.size(); ++k)
+    if (op.outputs[k]) collect(spec.outputs[k].name, *op.outputs[k], ir::FieldRole::Write);
+  for (const ir::OnnxAttribute& a : op.attributes) r.request.attributes[a.name] = attribute_value(a.value);
+  return r;
+}
+
+void run_onnx_op(const ir::OnnxOp& op, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  const std::string label = op.domain + "." + op.op_type;
+  const spec::KernelSpec& spec = *state.gpu->engine().find(op.domain, op.op_type);
+  NodeRequest r = onnx_request(op, spec, ctx);
+  const auto why_not = run_on_gpu(ctx, state, spec, label, r);
+  if (why_not) run_on_cpu(state, label, *why_not, [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });
 }
 
 }  // namespace
 
-void register_node_kernels(const spec::Engine& engine, const runtime::KernelTable&, runtime::KernelTable& table) {
+void register_node_kernels(const spec::Engine& engine, const runtime::KernelTable& cpu, runtime::KernelTable& table) {
   [&]<size_t... I>(std::index_sequence<I...>) {
     (register_node<std::variant_alternative_t<I, ir::Node>>(engine, table), ...);
   }(std::make_index_sequence<std::variant_size_v<ir::Node>>{});
+  for (const auto& [key, kernel] : cpu.onnx_kernels())
+    if (engine.find(key.first, key.second)) table.add_onnx(key.first, key.second, run_onnx_op);
 }
 
 }  // namespace wgml::backend::webgpu

@@ -21,6 +21,10 @@ std::vector<std::string> WebGpuBackend::gpu_ops() const {
   return ops;
 }
 
+bool is_view_node(std::string_view op) {
+  return op == "Reshape" || op == "Squeeze" || op == "ExpandDims" || op == "Contiguous";
+}
+
 std::string_view spec_op_name(std::string_view node_name) {
   constexpr std::string_view suffix = "Node";
   if (node_name.size() > suffix.size() && node_name.substr(node_name.size() - suffix.size()) == suffix)

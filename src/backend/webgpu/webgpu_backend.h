@@ -17,6 +17,7 @@ namespace wgml::backend::webgpu {
 // Where each op ran, for profiles and tests: kernels on the GPU, fallbacks with their reason.
 struct Placement {
   std::map<std::string, uint64_t> on_gpu;
+  std::map<std::string, uint64_t> views;  // shape changes of a GPU buffer: nothing runs
   std::map<std::string, uint64_t> on_cpu;
   std::map<std::string, double> cpu_ms;  // wall time of the fallbacks, reads of GPU results included
   std::map<std::string, std::string> fallback_reason;  // the last one per op
@@ -52,6 +53,10 @@ class WebGpuBackend final : public runtime::Backend {
 
 // Registers the GPU path for every node type with a spec in `engine`, the CPU kernel for the rest.
 void register_node_kernels(const spec::Engine& engine, const runtime::KernelTable& cpu, runtime::KernelTable& table);
+
+// Reshape, Squeeze, ExpandDims and Contiguous: a device tensor is always contiguous, so these only
+// relabel the shape of its buffer (their CPU reference kernels never read the data).
+bool is_view_node(std::string_view op);
 
 // "AddNode" -> "Add": the spec name of a node type.
 std::string_view spec_op_name(std::string_view node_name);

@@ -79,6 +79,14 @@ void grid_sample(NodeLowering& n) {
   keep(n, {x.dtype}, {dims});
 }
 
+// DeformConv: the output's spatial dims are the offset's.
+void deform_conv(NodeLowering& n) {
+  const Value& x = n.in(0);
+  const Value& offset = n.in(2);
+  if (x.rank() != 4 || offset.rank() != 4 || n.in(1).rank() != 4) n.unsupported("DeformConv other than 2-D");
+  keep(n, {x.dtype}, {{x.dims[0], n.in(1).dims[0], offset.dims[2], offset.dims[3]}});
+}
+
 void roi_align(NodeLowering& n) {
   const Value& x = n.in(0);
   keep(n, {x.dtype}, {{n.in(1).dims[0], x.dims[1], n.attr_int("output_height", 1), n.attr_int("output_width", 1)}});
@@ -143,6 +151,7 @@ void add_kept_rules(std::vector<OpRule>& r) {
   add("ReverseSequence", same_as_input, 10);
   add("GridSample", grid_sample, 16);
   add("RoiAlign", roi_align, 10);
+  add("DeformConv", deform_conv, 19);
   add("Einsum", einsum, 12);
   add("TensorScatter", same_as_input, 24);
   add("RNN", recurrent, 7);

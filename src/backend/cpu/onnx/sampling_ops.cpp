@@ -1,5 +1,6 @@
 // Kept ONNX ops that gather with computed coordinates or contract by equation: GridSample
-// (nearest/linear/cubic, zeros/border/reflection padding, any number of spatial dims) and Einsum.
+// (nearest/linear/cubic, zeros/border/reflection padding, any number of spatial dims), 2-D
+// DeformConv, and Einsum.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -370,11 +371,111 @@ void einsum(OpView& v) {
   v.output(0, std::move(out));
 }
 
+// DeformConv's sizes, read from its operands and attributes, all checked against each other.
+struct DeformConvGeometry {
+  int64_t batch, channels, height, width, out_channels, out_height, out_width, kh, kw;
+  int64_t group, offset_group, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+};
+
+std::vector<int64_t> attr_or(const OpView& v, const char* name, std::vector<int64_t> fallback) {
+  std::vector<int64_t> values = v.attr_ints(name);
+  return values.empty() ? fallback : values;
+}
+
+DeformConvGeometry deform_conv_geometry(const OpView& v, const Tensor& x, const Tensor& w, const Tensor& offset) {
+  if (x.rank() != 4 || w.rank() != 4 || offset.rank() != 4) fail("DeformConv: only 2-D inputs [N, C, H, W] are supported");
+  const std::vector<int64_t> strides = attr_or(v, "strides", {1, 1}), dilations = attr_or(v, "dilations", {1, 1});
+  const std::vector<int64_t> pads = attr_or(v, "pads", {0, 0, 0, 0});
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) fail("DeformConv: strides, dilations and pads of a 2-D conv");
+  for (int64_t e : {strides[0], strides[1], dilations[0], dilations[1]})
+    if (e < 1 || e > INT32_MAX) fail("DeformConv: strides and dilations must be in [1, 2^31)");
+  for (int64_t p : pads)
+    if (p < 0 || p > INT32_MAX) fail("DeformConv: pads must be in [0, 2^31)");
+  const DeformConvGeometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), offset.dim(2), offset.dim(3), w.dim(2), w.dim(3),
+                             v.attr_int("group", 1), v.attr_int("offset_group", 1), strides[0], strides[1],
+                             dilations[0], dilations[1], pads[0], pads[1]};
+  if (g.group < 1 || g.offset_group < 1 || g.channels != w.dim(1) * g.group || g.out_channels % g.group != 0 ||
+      g.channels % g.offset_group != 0)
+    fail("DeformConv: channels, weights, group and offset_group disagree");
+  if (offset.dim(0) != g.batch || offset.dim(1) != g.offset_group * g.kh * g.kw * 2)
+    fail("DeformConv: offset must be [N, offset_group * kH * kW * 2, oH, oW]");
+  const int64_t rows = g.height + pads[0] + pads[2] - ((g.kh - 1) * g.dilation_h + 1);
+  const int64_t cols = g.width + pads[1] + pads[3] - ((g.kw - 1) * g.dilation_w + 1);
+  if (rows < 0 || cols < 0 || g.out_height != rows / g.stride_h + 1 || g.out_width != cols / g.stride_w + 1)
+    fail("DeformConv: the offset's spatial dims do not match the padded, strided output");
+  return g;
+}
+
+// Bilinear sample of one H x W plane at (y, x) in pixel units, zero outside the plane.
+double sample_zero_padded(const double* plane, int64_t height, int64_t width, double y, double x) {
+  const double y0 = std::floor(y), x0 = std::floor(x);
+  double sum = 0;
+  for (int dy = 0; dy < 2; ++dy)
+    for (int dx = 0; dx < 2; ++dx) {
+      const double yy = y0 + dy, xx = x0 + dx;
+      if (yy < 0 || xx < 0 || yy >= static_cast<double>(height) || xx >= static_cast<double>(width)) continue;
+      const double weight = (dy ? y - y0 : 1 - (y - y0)) * (dx ? x - x0 : 1 - (x - x0));
+      sum += weight * plane[static_cast<int64_t>(yy) * width + static_cast<int64_t>(xx)];
+    }
+  return sum;
+}
+
+// One output element of DeformConv: each kernel tap reads the input at its place moved by the
+// learned offset (bilinear), scaled by the mask, over the group's input channels.
+double deform_conv_at(const DeformConvGeometry& g, const std::vector<double>& x, const std::vector<double>& w,
+                      const std::vector<double>& offset, const std::vector<double>* mask, int64_t n, int64_t oc,
+                      int64_t i, int64_t j) {
+  const int64_t per_group = g.channels / g.group, per_offset_group = g.channels / g.offset_group;
+  const int64_t first = oc / (g.out_channels / g.group) * per_group, taps = g.kh * g.kw;
+  double acc = 0;
+  for (int64_t c = first; c < first + per_group; ++c) {
+    const int64_t og = c / per_offset_group;
+    const double* plane = x.data() + (n * g.channels + c) * g.height * g.width;
+    for (int64_t tap = 0; tap < taps; ++tap) {
+      const int64_t channel = og * taps + tap, at = (n * g.offset_group * taps + channel) * 2;
+      const double dy = offset[((at + 0) * g.out_height + i) * g.out_width + j];
+      const double dx = offset[((at + 1) * g.out_height + i) * g.out_width + j];
+      const double y = static_cast<double>(i * g.stride_h - g.pad_top + tap / g.kw * g.dilation_h) + dy;
+      const double xx = static_cast<double>(j * g.stride_w - g.pad_left + tap % g.kw * g.dilation_w) + dx;
+      const double m = mask ? (*mask)[((n * g.offset_group * taps + channel) * g.out_height + i) * g.out_width + j] : 1.0;
+      acc += w[(oc * per_group + c - first) * taps + tap] * m * sample_zero_padded(plane, g.height, g.width, y, xx);
+    }
+  }
+  return acc;
+}
+
+// DeformConv (2-D): X [N, C, H, W], W [M, C / group, kH, kW], offset [N, G * kH * kW * 2, oH, oW]
+// (dy, dx per tap), optional B [M] and mask [N, G * kH * kW, oH, oW].
+void deform_conv(OpView& v) {
+  const Tensor& x = v.required(0);
+  const Tensor& w = v.required(1);
+  const Tensor& offset = v.required(2);
+  const DeformConvGeometry g = deform_conv_geometry(v, x, w, offset);
+  const Tensor* bias = v.input(3);
+  const Tensor* mask_tensor = v.input(4);
+  if (bias && bias->numel() != g.out_channels) fail("DeformConv: B must have one value per output channel");
+  if (mask_tensor && mask_tensor->shape() != Shape{g.batch, g.offset_group * g.kh * g.kw, g.out_height, g.out_width})
+    fail("DeformConv: mask must be [N, offset_group * kH * kW, oH, oW]");
+  const std::vector<double> xs = doubles_of(x), ws = doubles_of(w), offsets = doubles_of(offset);
+  const std::vector<double> biases = bias ? doubles_of(*bias) : std::vector<double>(static_cast<size_t>(g.out_channels), 0.0);
+  const std::vector<double> mask = mask_tensor ? doubles_of(*mask_tensor) : std::vector<double>();
+  Tensor out(x.dtype(), {g.batch, g.out_channels, g.out_height, g.out_width});
+  int64_t k = 0;
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t oc = 0; oc < g.out_channels; ++oc)
+      for (int64_t i = 0; i < g.out_height; ++i)
+        for (int64_t j = 0; j < g.out_width; ++j, ++k)
+          store_double(out.dtype(), out.mutable_data(), k,
+                       biases[oc] + deform_conv_at(g, xs, ws, offsets, mask_tensor ? &mask : nullptr, n, oc, i, j));
+  v.output(0, std::move(out));
+}
+
 }  // namespace
 
 void register_sampling_ops(runtime::KernelTable& t) {
   t.add_onnx("ai.onnx", "GridSample", kernel<grid_sample>);
   t.add_onnx("ai.onnx", "Einsum", kernel<einsum>);
+  t.add_onnx("ai.onnx", "DeformConv", kernel<deform_conv>);
   t.add_onnx("ai.onnx", "RoiAlign", kernel<roi_align>);
   t.add_onnx("ai.onnx", "MaxPool", kernel<max_pool_with_indices>);
 }
