@@ -257,7 +257,8 @@ class Planner {
           types_obj_[t.dtype] = logical_type(t.name);
         }
     refresh_base();
-    for (const TensorSpec& t : spec_.outputs) match_output(t);
+    for (const TensorSpec& t : spec_.outputs)
+      if (!t.optional || request_.outputs.count(t.name) || request_.wanted_outputs.count(t.name)) match_output(t);
     refresh_base();
     for (const auto* list : {&spec_.inputs, &spec_.outputs})
       for (const TensorSpec& t : *list)
@@ -420,8 +421,8 @@ class Planner {
 
   // ---- passes -------------------------------------------------------------------------------
 
-  bool is_optional_input(const std::string& name) const {
-    const TensorSpec* t = spec_.input(name);
+  bool is_optional(const std::string& name) const {
+    const TensorSpec* t = spec_.tensor(name);
     return t && t->optional;
   }
 
@@ -521,8 +522,8 @@ class Planner {
     List binding_values, param_fields;
     bool uses_f16 = false;
     for (const PassBinding& b : pass.bindings) {
-      // An optional input the request leaves out is not bound (Clip without a_max).
-      if (!b.uniform && !plan.tensor(b.arg) && is_optional_input(b.arg)) continue;
+      // An optional tensor the request leaves out is not bound (Clip without a_max).
+      if (!b.uniform && !plan.tensor(b.arg) && is_optional(b.arg)) continue;
       PlanBinding pb = b.uniform ? params_binding(b, scope, out.params, param_fields) : tensor_binding(pass, b, scope, plan);
       pb.index = static_cast<uint32_t>(out.bindings.size());
       uses_f16 = uses_f16 || pb.element_type.find("f16") != std::string::npos;

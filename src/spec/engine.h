@@ -6,6 +6,7 @@
 // aliasing. docs/kernels.md describes the format and these steps.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,8 @@ struct KernelRequest {
   std::map<std::string, TensorDesc> outputs;  // by name; computed from the spec's `shape` when left out
   // The dtype of an output whose shape the spec computes, where no input binds its type (AsType).
   std::map<std::string, DType> output_dtypes;
+  // The optional outputs to produce (Split's first n parts); the others are left out.
+  std::set<std::string> wanted_outputs;
   std::map<std::string, Value> attributes;    // absent ones take the spec's defaults
   // (input, output) pairs the caller lets share one buffer: the in-place KV-cache update.
   std::vector<std::pair<std::string, std::string>> may_alias;

@@ -34,6 +34,7 @@ class FieldCollector {
     const std::string key(name);
     if (role == ir::FieldRole::Write) {
       r_.outputs.emplace_back(key, t);
+      r_.request.wanted_outputs.insert(key);
       return;
     }
     if (role == ir::FieldRole::ReadWrite) return unadaptable(name);
