@@ -72,6 +72,13 @@ void TunableOverrides::check_names(const Layer& layer, const KernelSpec& spec) {
   }
 }
 
+std::vector<std::string> TunableOverrides::named_ops() const {
+  std::vector<std::string> ops;
+  for (const Layer* layer : {&run_, &adapter_})
+    for (const auto& entry : *layer) ops.push_back(entry.first);
+  return ops;
+}
+
 std::map<std::string, int64_t> TunableOverrides::resolve(const KernelSpec& spec) const {
   check_names(run_, spec);
   check_names(adapter_, spec);

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace wgml::spec {
 
@@ -23,6 +24,9 @@ class TunableOverrides {
   // The value of each of `spec`'s tunables. Throws wgml::Error(InvalidArgument) when an override
   // for this op names a tunable the spec lacks or lies outside the tunable's [min, max].
   std::map<std::string, int64_t> resolve(const KernelSpec& spec) const;
+
+  // Every op an override names, as written ("Add", "ai.onnx.TensorScatter").
+  std::vector<std::string> named_ops() const;
 
  private:
   // op name -> tunable -> (value, where it came from)

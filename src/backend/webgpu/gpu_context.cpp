@@ -1,6 +1,11 @@
 #include "backend/webgpu/gpu_context.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <filesystem>
+
+#include "wgml/error.h"
 
 namespace wgml::backend::webgpu {
 namespace {
@@ -14,6 +19,24 @@ gpu::DeviceOptions device_options(const GpuOptions& options) {
 
 std::string kernels_dir(const GpuOptions& options) {
   return options.kernels_dir.empty() ? default_kernels_dir() : options.kernels_dir;
+}
+
+// "NVIDIA H200" -> "nvidia-h200": the adapter's file name under kernels/tunables.
+std::string adapter_slug(const std::string& name) {
+  std::string slug;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!slug.empty() && slug.back() != '-') slug += '-';
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  return slug;
+}
+
+// The tunables file: the one given, else kernels/tunables/<adapter>.json where it exists.
+std::string tunables_file(const GpuOptions& options, const gpu::AdapterDescription& adapter) {
+  if (!options.tunables_file.empty()) return options.tunables_file;
+  const std::string path = kernels_dir(options) + "/tunables/" + adapter_slug(adapter.name) + ".json";
+  return std::filesystem::exists(path) ? path : "";
 }
 
 }  // namespace
@@ -35,7 +58,19 @@ GpuContext::GpuContext(const GpuOptions& options)
   caps_.max_workgroups_per_dimension = device_.limits().maxComputeWorkgroupsPerDimension;
   caps_.max_storage_binding_bytes = device_.limits().maxStorageBufferBindingSize;
   for (const std::string& setting : options.tunables) tunables_.add_run_override(setting);
-  if (!options.tunables_file.empty()) tunables_.load_adapter_file(options.tunables_file);
+  if (const std::string file = tunables_file(options, device_.adapter()); !file.empty()) tunables_.load_adapter_file(file);
+  check_tunables();
+}
+
+// A mistyped override must be an error now, not a kernel that silently falls back to the CPU.
+void GpuContext::check_tunables() const {
+  for (const std::string& op : tunables_.named_ops()) {
+    const bool known = std::any_of(engine_.specs().begin(), engine_.specs().end(), [&](const auto& entry) {
+      return entry.second->name == op || entry.second->qualified_name() == op;
+    });
+    if (!known) throw Error(ErrorCode::InvalidArgument, "tunable override for '" + op + "': there is no kernel of that name");
+  }
+  for (const auto& entry : engine_.specs()) tunables_.resolve(*entry.second);
 }
 
 GpuContext::~GpuContext() {

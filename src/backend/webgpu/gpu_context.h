@@ -20,7 +20,7 @@ struct GpuOptions {
   std::string adapter;          // gpu::DeviceOptions::adapter: empty for the best one
   std::string kernels_dir;      // holds specs/ and wgsl/; empty for the built-in default
   std::vector<std::string> tunables;  // "Op.NAME=VALUE"
-  std::string tunables_file;    // per-adapter JSON, optional
+  std::string tunables_file;    // per-adapter JSON; empty: kernels/tunables/<adapter>.json if present
   bool profile = false;         // time every dispatch (needs timestamp queries)
 };
 
@@ -44,6 +44,8 @@ class GpuContext {
   const spec::TunableOverrides& tunables() const { return tunables_; }
 
  private:
+  void check_tunables() const;
+
   gpu::Device device_;
   gpu::BufferPool pool_;
   gpu::PipelineCache pipelines_;
