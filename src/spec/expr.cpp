@@ -883,6 +883,13 @@ class Evaluator {
 
   Value slice(const Expr::Node& n) {
     const Value object = eval(*n.children[0]);
+    if (object.is_string()) {
+      const std::string& text = object.as_string();
+      const int64_t size = static_cast<int64_t>(text.size());
+      const int64_t start = slice_bound(n, n.children[1], 0, size);
+      const int64_t end = slice_bound(n, n.children[2], size, size);
+      return Value(start < end ? text.substr(static_cast<size_t>(start), static_cast<size_t>(end - start)) : std::string());
+    }
     if (!object.is_list()) fail(n, std::string("cannot slice a ") + kind_name(object.kind()));
     const List& items = object.as_list();
     const int64_t size = static_cast<int64_t>(items.size());

@@ -1,6 +1,7 @@
-// The GPU path of IR nodes: a node's fields become a spec::KernelRequest by name (tensor fields
-// as inputs and outputs, the rest as attributes), so kernels/specs/mlx/<Op>.json is all a node
-// needs to run on the GPU. No per-node C++.
+// The GPU path of IR nodes and kept ONNX ops: a node's fields become a spec::KernelRequest by
+// name (tensor fields as inputs and outputs, the rest as attributes), an ONNX op's operands by
+// position in the spec's order, so kernels/specs/<domain>/<Op>.json is all an op needs to run on
+// the GPU. No per-op C++. What does not fit the GPU runs on the CPU reference, counted and timed.
 #include <chrono>
 #include <optional>
 #include <type_traits>
