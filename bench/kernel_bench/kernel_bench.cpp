@@ -2,7 +2,7 @@
 // same run on the same device: the copy is the memory roofline a memory-bound kernel can reach,
 // so each op reports its effective bandwidth and the ratio to it.
 //
-//   kernel_bench [--adapter SEL] [--mib N] [--reps N] [--runs N] [--json PATH]
+//   kernel_bench [--adapter SEL] [--mib N] [--reps N] [--runs N] [--json PATH] [--tunable Op.NAME=V ...]
 //
 // Each op runs its spec's plan on device-resident inputs (uploaded once) `reps` times per batch;
 // the time is wall clock from the first recorded dispatch to the end of the GPU work, best of
@@ -35,6 +35,7 @@ struct Options {
   int reps = 10;
   int runs = 5;
   std::string json_path;
+  std::vector<std::string> tunables;
 };
 
 struct OpCase {
@@ -140,6 +141,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--reps") o.reps = std::stoi(value);
     else if (flag == "--runs") o.runs = std::stoi(value);
     else if (flag == "--json") o.json_path = value;
+    else if (flag == "--tunable") o.tunables.push_back(value);
     else throw Error(ErrorCode::InvalidArgument, "unknown option " + flag);
   }
   return o;
@@ -152,6 +154,7 @@ int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     backend::webgpu::GpuOptions go;
     go.adapter = o.adapter;
+    go.tunables = o.tunables;
     auto gpu = std::make_shared<GpuContext>(go);
     const double roofline = copy_roofline(*gpu, o, o.mib << 20);
     std::printf("%s\ncopy roofline (vec4, %llu MiB): %.0f GB/s\n", gpu->device().adapter().summary().c_str(),
