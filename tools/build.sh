@@ -2,6 +2,8 @@
 # Configures and builds one flavour of wgml with Ninja (ccache shared across build dirs).
 #
 #   tools/build.sh release|asan|fuzz [extra cmake args...]
+#
+# WGML_BUILD_TARGETS (space-separated) limits what ninja builds; empty builds everything.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 flavour="${1:-release}"; shift || true
@@ -15,4 +17,5 @@ esac
 dir="$repo/build-$flavour"
 [[ "$flavour" == release ]] && dir="$repo/build"
 cmake -S "$repo" -B "$dir" -G Ninja "${args[@]}" "$@" >/dev/null
-ninja -C "$dir"
+# shellcheck disable=SC2086  # the targets are meant to split into words
+ninja -C "$dir" ${WGML_BUILD_TARGETS:-}

@@ -168,12 +168,13 @@ void expect_output(const wgml::Value& got, const json& want_json, const json& c,
 
 }  // namespace
 
-void run_mlx_case(const json& c, const runtime::Backend& backend) {
+std::vector<std::vector<Value>> run_mlx_case(const json& c, const runtime::Backend& backend) {
   const std::string name = c["name"];
   auto model = std::make_shared<wgml::frontend::Model>();
   model->path = name;
   model->format = wgml::frontend::ModelFormat::Payload;
   const bool expect_error = c.contains("error");
+  std::vector<std::vector<Value>> results;
   try {
     model->program = wgml::ir::read_payload(payload_from_json(c["graph"]), name);
     wgml::runtime::Executor executor(model, backend);
@@ -183,10 +184,12 @@ void run_mlx_case(const json& c, const runtime::Backend& backend) {
       for (const json& v : step["inputs"]) inputs.push_back(decode_value(v));
       const auto outputs = executor.run(inputs);
       if (expect_error) break;
-      ASSERT_EQ(outputs.size(), step["outputs"].size()) << name;
+      EXPECT_EQ(outputs.size(), step["outputs"].size()) << name;
+      if (outputs.size() != step["outputs"].size()) return {};
       for (size_t i = 0; i < outputs.size(); ++i)
         expect_output(outputs[i], step["outputs"][i], c, inputs.empty() ? wgml::Value{} : inputs[0],
                       name + " step " + std::to_string(s) + " output " + std::to_string(i));
+      results.push_back(outputs);
     }
     if (expect_error) ADD_FAILURE() << name << ": expected an error mentioning '" << c["error"] << "'";
   } catch (const wgml::Error& e) {
@@ -194,8 +197,23 @@ void run_mlx_case(const json& c, const runtime::Backend& backend) {
     else EXPECT_NE(std::string(e.what()).find(c["error"].get<std::string>()), std::string::npos)
         << name << ": error '" << e.what() << "' does not mention '" << c["error"] << "'";
   }
+  return results;
 }
 
+void expect_same_results(const std::vector<std::vector<Value>>& got, const std::vector<std::vector<Value>>& want,
+                         const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what << ": steps";
+  for (size_t s = 0; s < got.size(); ++s) {
+    ASSERT_EQ(got[s].size(), want[s].size()) << what << ": outputs of step " << s;
+    for (size_t i = 0; i < got[s].size(); ++i) {
+      const std::string where = what + " step " + std::to_string(s) + " output " + std::to_string(i);
+      const auto* g = std::get_if<Tensor>(&got[s][i]);
+      const auto* w = std::get_if<Tensor>(&want[s][i]);
+      if (g && w) expect_tensor_close(*g, *w, where);
+      else EXPECT_EQ(got[s][i].index(), want[s][i].index()) << where;
+    }
+  }
+}
 
 json mlx_cases_of(const std::string& node) {
   const fs::path file = fs::path(WGML_MLX_CASES_DIR) / (node + ".json");

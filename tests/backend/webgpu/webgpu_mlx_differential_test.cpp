@@ -1,6 +1,7 @@
-// The MLX-differential cases (tests/support/mlx_cases.h) on the WebGPU backend: every node's
-// programs must match MLX as they do on the CPU reference, whether the node runs on the GPU or
-// through the CPU fallback; a node with a kernel spec must have run on the GPU at least once.
+// The MLX-differential cases (tests/support/mlx_cases.h), hand-written and random shapes and
+// dtypes, on the WebGPU backend: every node's programs must match MLX and the CPU reference,
+// whether the node runs on the GPU or through the CPU fallback; a node with a kernel spec must
+// have run on the GPU at least once.
 #include <gtest/gtest.h>
 
 #include "support/mlx_cases.h"
@@ -25,7 +26,10 @@ TEST_P(WebGpuMlxDifferential, WebGpuMatchesMlx) {
   WebGpuBackend& backend = *testing::shared_backend();
   const std::string op(spec_op_name(GetParam()));
   const uint64_t before = count_of(backend.placement().on_gpu, op);
-  for (const nlohmann::json& c : wgml::testing::mlx_cases_of(GetParam())) wgml::testing::run_mlx_case(c, backend);
+  const cpu::CpuBackend reference;
+  for (const nlohmann::json& c : wgml::testing::mlx_cases_of(GetParam()))
+    wgml::testing::expect_same_results(wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
+                                       c["name"].get<std::string>() + " (WebGPU against the CPU)");
   if (!backend.context()->engine().find("mlx", op)) return;
   const auto reason = backend.placement().fallback_reason.find(op);
   EXPECT_GT(count_of(backend.placement().on_gpu, op), before)
