@@ -14,6 +14,7 @@
 #include "backend/cpu/onnx/tensor_scatter.h"
 #include "spec/engine.h"
 #include "spec_test_support.h"
+#include "support/tensor_scatter_matrix.h"
 
 namespace wgml::spec {
 namespace {
@@ -92,21 +93,7 @@ TEST(TensorScatterReference, RejectsIndicesThatDoNotFitAndMismatchedInputs) {
 
 // ---- kernel plans over the test matrix -------------------------------------------------------
 
-struct Geometry {
-  Shape past;
-  Shape update;
-  int64_t axis;
-};
-
-// Ranks 2 to 4, axes given positive and negative, element counts divisible by 4 (64, 180) and not
-// (105, 10, 42).
-const Geometry kGeometries[] = {
-    {{2, 8, 4}, {2, 3, 4}, 1},        {{3, 5, 7}, {3, 2, 7}, -2},         {{2, 3, 6, 5}, {2, 3, 1, 5}, 2},
-    {{2, 3, 6, 5}, {2, 3, 6, 2}, -1}, {{2, 5}, {2, 3}, 1},               {{1, 2, 7, 3}, {1, 1, 7, 3}, 1},
-};
-
-const DType kTypes[] = {DType::Float32, DType::Float16, DType::Int32, DType::Int16,
-                        DType::Int8,    DType::UInt32,  DType::UInt8, DType::Bool};
+using Geometry = wgml::testing::ScatterGeometry;
 
 struct Case {
   DType dtype;
@@ -117,8 +104,8 @@ struct Case {
 
 std::vector<Case> test_matrix() {
   std::vector<Case> cases;
-  for (DType dtype : kTypes)
-    for (const Geometry& g : kGeometries)
+  for (DType dtype : wgml::testing::kScatterTypes)
+    for (const Geometry& g : wgml::testing::kScatterGeometries)
       for (const char* mode : {"linear", "circular"})
         for (bool with_indices : {false, true}) cases.push_back({dtype, g, mode, with_indices});
   return cases;
@@ -263,7 +250,7 @@ TEST_F(TensorScatterPlans, OursAndTheSeedRenderTheSameKernelsForTheWholeMatrix) 
 
 TEST_F(TensorScatterPlans, RenderedScatterKernelReadsItsConstants) {
   // past [2, 3, 6, 5], update [2, 3, 1, 5] along axis 2: a row is 5 elements, 3 rows per batch.
-  const KernelPlan p = plan(*ours_, request_for({DType::Float32, kGeometries[2], "linear", true}));
+  const KernelPlan p = plan(*ours_, request_for({DType::Float32, wgml::testing::kScatterGeometries[2], "linear", true}));
   const std::string& wgsl = p.passes[1].wgsl;
   EXPECT_THAT(wgsl, HasSubstr("const MAX_SEQUENCE: u32 = 6u;"));
   EXPECT_THAT(wgsl, HasSubstr("const SEQUENCE: u32 = 1u;"));
@@ -273,14 +260,14 @@ TEST_F(TensorScatterPlans, RenderedScatterKernelReadsItsConstants) {
   EXPECT_THAT(wgsl, HasSubstr("@group(0) @binding(1) var<storage, read> writeIndices: array<u32>;"));
   EXPECT_THAT(wgsl, HasSubstr("@compute @workgroup_size(256)"));
   // 105 elements, not divisible by 4: scalar copies of 8 elements per invocation.
-  const KernelPlan q = plan(*ours_, request_for({DType::Float32, kGeometries[1], "linear", false}));
+  const KernelPlan q = plan(*ours_, request_for({DType::Float32, wgml::testing::kScatterGeometries[1], "linear", false}));
   EXPECT_THAT(q.passes[0].wgsl, HasSubstr("const UNITS_PER_INVOCATION: u32 = 8u;\nconst UNIT_COUNT: u32 = 105u;"));
   EXPECT_THAT(q.passes[0].wgsl, HasSubstr("if (invocation >= 14u) {"));
 }
 
 TEST_F(TensorScatterPlans, InPlaceUpdateSkipsTheCopyAndBindsTheCacheOnce) {
   for (const auto* spec : {ours_.get(), seed_.get()}) {
-    KernelRequest r = request_for({DType::Float32, kGeometries[0], "linear", true});
+    KernelRequest r = request_for({DType::Float32, wgml::testing::kScatterGeometries[0], "linear", true});
     r.may_alias = {{"past", "present"}};
     const KernelPlan p = plan(*spec, r);
     EXPECT_EQ(p.skipped_passes, (std::vector<std::string>{"copy"}));
@@ -293,14 +280,14 @@ TEST_F(TensorScatterPlans, InPlaceUpdateSkipsTheCopyAndBindsTheCacheOnce) {
 
 TEST_F(TensorScatterPlans, Float16WithoutShaderF16IsNotSupportedOnThisDevice) {
   for (const auto* spec : {ours_.get(), seed_.get()}) {
-    EXPECT_THAT(error_of([&] { plan(*spec, request_for({DType::Float16, kGeometries[0], "linear", false}), DeviceCaps{}); },
+    EXPECT_THAT(error_of([&] { plan(*spec, request_for({DType::Float16, wgml::testing::kScatterGeometries[0], "linear", false}), DeviceCaps{}); },
                          ErrorCode::Unsupported),
                 HasSubstr("float16 is not supported on this device (no shader-f16)"));
   }
 }
 
 TEST_F(TensorScatterPlans, WriteIndicesAreNarrowedWithARangeCheck) {
-  const Case c{DType::Float32, kGeometries[0], "linear", true};  // past [2, 8, 4], update [2, 3, 4]
+  const Case c{DType::Float32, wgml::testing::kScatterGeometries[0], "linear", true};  // past [2, 8, 4], update [2, 3, 4]
   for (const auto* spec : {ours_.get(), seed_.get()}) {
     const KernelPlan p = plan(*spec, request_for(c));
     const PlanTensor& w = *p.tensor("writeIndices");
@@ -323,7 +310,7 @@ TEST_F(TensorScatterPlans, WriteIndicesAreNarrowedWithARangeCheck) {
 }
 
 TEST_F(TensorScatterPlans, RequestsOutsideTheOpAreRejected) {
-  KernelRequest r = request_for({DType::Float32, kGeometries[0], "linear", false});
+  KernelRequest r = request_for({DType::Float32, wgml::testing::kScatterGeometries[0], "linear", false});
   r.attributes["axis"] = Value(0);
   EXPECT_THAT(error_of([&] { plan(*ours_, r); }, ErrorCode::Unsupported), HasSubstr("when[2] `axisSpec >= 1` is false"));
   EXPECT_THAT(error_of([&] { plan(*seed_, r); }, ErrorCode::Unsupported),
@@ -332,11 +319,11 @@ TEST_F(TensorScatterPlans, RequestsOutsideTheOpAreRejected) {
   r.attributes["mode"] = Value("ring");
   EXPECT_THAT(error_of([&] { plan(*ours_, r); }, ErrorCode::InvalidArgument),
               HasSubstr("attribute 'mode' = \"ring\" is not one of [\"linear\", \"circular\"]"));
-  r = request_for({DType::Float64, kGeometries[0], "linear", false});
+  r = request_for({DType::Float64, wgml::testing::kScatterGeometries[0], "linear", false});
   EXPECT_THAT(error_of([&] { plan(*seed_, r); }, ErrorCode::InvalidArgument), HasSubstr("T = float64 (from input 'past') is not allowed"));
   r = request_for({DType::Float32, {{2, 8, 4}, {2, 3, 5}, 1}, "linear", false});
   EXPECT_THAT(error_of([&] { plan(*ours_, r); }, ErrorCode::Unsupported), HasSubstr("when[3]"));
-  r = request_for({DType::Float32, kGeometries[0], "linear", true});
+  r = request_for({DType::Float32, wgml::testing::kScatterGeometries[0], "linear", true});
   r.inputs["writeIndices"].shape = {3};
   EXPECT_THAT(error_of([&] { plan(*ours_, r); }, ErrorCode::InvalidArgument),
               HasSubstr("'writeIndices' has shape [3], the spec requires [2]"));

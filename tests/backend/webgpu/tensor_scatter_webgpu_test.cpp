@@ -12,6 +12,7 @@
 #include "backend/webgpu/plan_runner.h"
 #include "core/device_data.h"
 #include "core/elements.h"
+#include "support/tensor_scatter_matrix.h"
 #include "webgpu_test_support.h"
 
 namespace wgml::backend::webgpu {
@@ -22,21 +23,7 @@ using ::testing::HasSubstr;
 const std::string kKernels = std::string(WGML_SOURCE_DIR) + "/kernels";
 const std::string kSeed = std::string(WGML_SOURCE_DIR) + "/../shared/seeds/TensorScatter.json";
 
-struct Geometry {
-  Shape past;
-  Shape update;
-  int64_t axis;
-};
-
-// Ranks 2 to 4, positive and negative axes, element counts divisible by 4 (64, 180) and not
-// (105, 10, 42).
-const Geometry kGeometries[] = {
-    {{2, 8, 4}, {2, 3, 4}, 1},        {{3, 5, 7}, {3, 2, 7}, -2}, {{2, 3, 6, 5}, {2, 3, 1, 5}, 2},
-    {{2, 3, 6, 5}, {2, 3, 6, 2}, -1}, {{2, 5}, {2, 3}, 1},       {{1, 2, 7, 3}, {1, 1, 7, 3}, 1},
-};
-
-const DType kTypes[] = {DType::Float32, DType::Float16, DType::Int32, DType::Int16,
-                        DType::Int8,    DType::UInt32,  DType::UInt8, DType::Bool};
+using Geometry = wgml::testing::ScatterGeometry;
 
 class TensorScatterOnGpu : public testing::WebGpuTest {
  protected:
@@ -89,8 +76,8 @@ Tensor indices_for(const Geometry& g, const std::string& mode) {
 TEST_F(TensorScatterOnGpu, MatchesTheCpuReferenceOverTheWholeMatrix) {
   std::mt19937 rng(7);
   int ran = 0;
-  for (DType dtype : kTypes)
-    for (const Geometry& g : kGeometries)
+  for (DType dtype : wgml::testing::kScatterTypes)
+    for (const Geometry& g : wgml::testing::kScatterGeometries)
       for (const char* mode : {"linear", "circular"})
         for (bool with_indices : {false, true}) {
           const Tensor past = testing::random_tensor(dtype, g.past, rng);
