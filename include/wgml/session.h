@@ -55,7 +55,9 @@ class Session {
   // The device the session runs on: "cpu", or "webgpu: <adapter>".
   std::string device_description() const;
   // Per-op times since the last call, slowest first (needs SessionOptions::profile on webgpu).
-  std::vector<OpProfile> profile();
+  // With `trace_path`, also writes those GPU times as a Chrome/Perfetto trace (one slice per
+  // kernel and per compute pass).
+  std::vector<OpProfile> profile(const std::string& trace_path = "");
 
  private:
   struct Impl;

@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "frontend/summary.h"
+#include "gpu/trace_writer.h"
 #include "runtime/executor.h"
 
 namespace wgml {
@@ -73,13 +74,15 @@ std::string Session::device_description() const {
   return gpu ? "webgpu: " + gpu->context()->device().adapter().summary() : "cpu";
 }
 
-std::vector<OpProfile> Session::profile() {
+std::vector<OpProfile> Session::profile(const std::string& trace_path) {
   const auto* gpu = impl_->gpu();
   if (!gpu) return {};
   std::map<std::pair<std::string, std::string>, OpProfile> by_op;
   if (gpu::Profiler* profiler = gpu->context()->profiler()) {
     gpu->context()->recorder().finish();
-    for (const gpu::GpuTiming& t : profiler->collect()) {
+    const std::vector<gpu::GpuTiming> timings = profiler->collect();
+    if (!trace_path.empty()) gpu::write_chrome_trace(trace_path, gpu::trace_slices(timings));
+    for (const gpu::GpuTiming& t : timings) {
       if (t.kind != gpu::TimingKind::Op) continue;
       OpProfile& p = by_op[{t.name, "webgpu"}];
       p.op = t.name;

@@ -37,6 +37,7 @@ struct RunArgs {
   std::vector<std::string> tunables;
   std::string tunables_file;
   bool profile = false;
+  std::string trace_path;  // --profile TRACE.json
 };
 
 wgml::SessionOptions session_options(const RunArgs& args) {
@@ -51,10 +52,11 @@ wgml::SessionOptions session_options(const RunArgs& args) {
 }
 
 // The per-op profile as a table on stderr, slowest first.
-void print_profile(wgml::Session& session) {
+void print_profile(wgml::Session& session, const std::string& trace_path) {
+  const std::vector<wgml::OpProfile> ops = session.profile(trace_path);
   std::fprintf(stderr, "profile (%s)\n%-32s %-7s %7s %11s  %s\n", session.device_description().c_str(), "op", "device",
                "calls", "total ms", "note");
-  for (const wgml::OpProfile& p : session.profile())
+  for (const wgml::OpProfile& p : ops)
     std::fprintf(stderr, "%-32s %-7s %7llu %11.3f  %s\n", p.op.c_str(), p.device.c_str(),
                  static_cast<unsigned long long>(p.calls), p.total_ms, p.note.c_str());
 }
@@ -140,7 +142,8 @@ int run(const RunArgs& args) {
     }
     std::cout << "\n";
   }
-  if (args.profile) print_profile(session);
+  if (args.profile) print_profile(session, args.trace_path);
+  if (!args.trace_path.empty()) std::cerr << "trace: " << args.trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
   return 0;
 }
 
@@ -203,7 +206,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--adapter", run_args.adapter, "webgpu: adapter index or part of its name (default: the best)");
   run_cmd->add_option("--tunable", run_args.tunables, "webgpu: override a kernel tunable, Op.NAME=VALUE (repeatable)");
   run_cmd->add_option("--tunables-file", run_args.tunables_file, "webgpu: per-adapter tunables JSON");
-  run_cmd->add_flag("--profile", run_args.profile, "webgpu: print GPU time per kernel and the nodes run on the CPU");
+  auto* profile_option = run_cmd->add_option(
+      "--profile", run_args.trace_path,
+      "webgpu: print GPU time per kernel and the nodes run on the CPU; with a file name, also write a "
+      "Chrome/Perfetto trace there (one slice per kernel and per pass)");
+  profile_option->expected(0, 1);
   run_cmd->add_option("--input", run_args.inputs, "NAME=PATH (.npy or .pb), or PATH in input order");
   run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy here");
   run_cmd->add_option("--constants", run_args.constants, "Constants (.safetensors) for a .mlxg payload");
@@ -219,7 +226,10 @@ int main(int argc, char** argv) {
     if (spec_commands.selected()) return spec_commands.run();
     if (*inspect_cmd) return inspect(inspect_path, inspect_json);
     if (*ops_cmd) return list_ops(ops_json);
-    if (*run_cmd) return run(run_args);
+    if (*run_cmd) {
+      run_args.profile = profile_option->count() > 0;
+      return run(run_args);
+    }
   } catch (const wgml::Error& e) {
     std::cerr << "wgml: error [" << wgml::error_code_name(e.code()) << "]: " << e.what() << "\n";
     return 1;
