@@ -1,6 +1,7 @@
 #include "ir/payload.h"
 
 #include <cstring>
+#include <vector>
 
 #include "ir/decode_support.h"
 #include "ir/validate.h"
@@ -146,6 +147,14 @@ Program read_payload(const io::ByteView& blob, const std::string& source) {
              std::to_string(blob.size) + "-byte payload");
   const uint8_t* fb = blob.data + kPayloadHeaderSize;
   const size_t fb_size = data_offset - kPayloadHeaderSize;
+  // FlatBuffers reads scalars in place: a payload at an unaligned place in its container (a .pte
+  // segment may start anywhere) is verified and decoded from an aligned copy.
+  std::vector<uint64_t> aligned_copy;
+  if (reinterpret_cast<uintptr_t>(fb) % alignof(uint64_t) != 0) {
+    aligned_copy.resize((fb_size + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+    std::memcpy(aligned_copy.data(), fb, fb_size);
+    fb = reinterpret_cast<const uint8_t*>(aligned_copy.data());
+  }
   flatbuffers::Verifier::Options opts;
   opts.max_tables = 64 * 1000 * 1000;
   flatbuffers::Verifier verifier(fb, fb_size, opts);

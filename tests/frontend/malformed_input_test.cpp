@@ -105,6 +105,18 @@ TEST_F(MalformedInput, TinyProgramLoadsAsPteWithInlineDelegate) {
   expect_tiny_model(frontend::load_model(path));
 }
 
+// A .pte segment may place the payload at any byte: FlatBuffers must not read it in place then
+// (a fuzz finding: misaligned loads, undefined behaviour that UBSan reports).
+TEST_F(MalformedInput, PayloadAtAnOddAddressLoads) {
+  const Bytes payload = build_payload(rich_graph());
+  std::vector<uint8_t> shifted(payload.size() + 1);
+  std::memcpy(shifted.data() + 1, payload.data(), payload.size());
+  const io::ByteView all = io::own_bytes(std::move(shifted));
+  const ir::Program program = ir::read_payload(all.sub(1, payload.size()), "odd.mlxg");
+  EXPECT_EQ(program.chains.size(), 5u);
+  EXPECT_EQ(program.init_chain_idx, 1);
+}
+
 TEST_F(MalformedInput, RichProgramLoadsInBothForms) {
   for (const std::string& path :
        {write_pte_model(dir_, "rich", rich_graph(), tiny_constants()),
