@@ -1,6 +1,5 @@
 #include "runtime/executor.h"
 
-#include <cstring>
 #include <limits>
 
 #include "core/elements.h"
@@ -68,9 +67,13 @@ void Executor::bind_constants() {
   for (uint32_t tid = 0; tid < p.num_constant_tensors; ++tid) {
     const ir::TensorMeta& meta = *p.meta(ir::Tid{tid});
     const io::ByteView& bytes = model_->constants[tid];
-    Tensor t = Tensor::view(meta.dtype, static_shape(meta), bytes.owner, bytes.data);
+    const Tensor view = Tensor::view(meta.dtype, static_shape(meta), bytes.owner, bytes.data);
     // Constants the init chain computes may carry placeholder bytes; it writes them before use.
-    if (t.nbytes() == bytes.size) ctx_.set_tensor(ir::Tid{tid}, std::move(t));
+    if (view.nbytes() != bytes.size) continue;
+    // Kernels read elements in place: bytes at an address unaligned for the dtype (a malformed
+    // container; ExecuTorch aligns its segments) are copied first.
+    const bool aligned = reinterpret_cast<uintptr_t>(bytes.data) % dtype_size(meta.dtype) == 0;
+    ctx_.set_tensor(ir::Tid{tid}, aligned ? view : Tensor::from_bytes(meta.dtype, view.shape(), bytes.data));
   }
 }
 

@@ -6,9 +6,11 @@
 
 #include <cstring>
 
+#include "backend/cpu/cpu_backend.h"
 #include "frontend/model.h"
 #include "frontend/pte/pte_file.h"
 #include "ir/payload.h"
+#include "runtime/executor.h"
 #include "support/program_builder.h"
 #include "wgml/error.h"
 
@@ -115,6 +117,21 @@ TEST_F(MalformedInput, PayloadAtAnOddAddressLoads) {
   const ir::Program program = ir::read_payload(all.sub(1, payload.size()), "odd.mlxg");
   EXPECT_EQ(program.chains.size(), 5u);
   EXPECT_EQ(program.init_chain_idx, 1);
+}
+
+// Constant bytes at an address unaligned for their dtype are copied before kernels read them.
+TEST_F(MalformedInput, ConstantsAtAnOddAddressAreReadCorrectly) {
+  auto model = std::make_shared<frontend::Model>(frontend::load_model(write_payload_model(dir_, "tiny", tiny_graph(), tiny_constants())));
+  std::vector<uint8_t> shifted(17);
+  std::memcpy(shifted.data() + 1, model->constants[0].data, 16);
+  model->constants[0] = io::own_bytes(std::move(shifted)).sub(1, 16);
+  const backend::cpu::CpuBackend cpu;
+  runtime::Executor executor(model, cpu);
+  const float x[4] = {10, 20, 30, 40};
+  const auto out = executor.run({Tensor::from_bytes(DType::Float32, {2, 2}, x)});
+  const float* y = std::get<Tensor>(out.at(0)).data_as<float>();
+  EXPECT_EQ(y[0], 11.0f);
+  EXPECT_EQ(y[3], 44.0f);
 }
 
 TEST_F(MalformedInput, RichProgramLoadsInBothForms) {

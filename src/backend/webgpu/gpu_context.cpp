@@ -39,6 +39,26 @@ std::string tunables_file(const GpuOptions& options, const gpu::AdapterDescripti
   return std::filesystem::exists(path) ? path : "";
 }
 
+// Everything a plan depends on besides the spec and the device.
+std::string request_key(const spec::KernelSpec& spec, const spec::KernelRequest& r) {
+  std::string key = spec.file + "|" + spec.qualified_name();
+  auto add_tensors = [&](const char* tag, const std::map<std::string, spec::TensorDesc>& tensors) {
+    for (const auto& [name, t] : tensors) {
+      key += std::string("|") + tag + name + ":" + std::string(dtype_name(t.dtype));
+      for (int64_t d : t.shape) key += "," + std::to_string(d);
+    }
+  };
+  add_tensors("i", r.inputs);
+  add_tensors("o", r.outputs);
+  for (const auto& [name, dtype] : r.output_dtypes) key += "|d" + name + ":" + std::string(dtype_name(dtype));
+  for (const std::string& name : r.wanted_outputs) key += "|w" + name;
+  for (const auto& [name, value] : r.attributes) key += "|a" + name + "=" + value.repr();
+  for (const auto& [input, output] : r.may_alias) key += "|m" + input + ">" + output;
+  return key;
+}
+
+constexpr size_t kMaxCachedPlans = 8192;
+
 }  // namespace
 
 std::string default_kernels_dir() {
@@ -71,6 +91,24 @@ void GpuContext::check_tunables() const {
     if (!known) throw Error(ErrorCode::InvalidArgument, "tunable override for '" + op + "': there is no kernel of that name");
   }
   for (const auto& entry : engine_.specs()) tunables_.resolve(*entry.second);
+}
+
+const spec::KernelPlan& GpuContext::plan(const spec::KernelSpec& spec, const spec::KernelRequest& request) {
+  const std::string key = request_key(spec, request);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    if (plans_.size() >= kMaxCachedPlans) plans_.clear();
+    CachedPlan entry;
+    try {
+      entry.plan = engine_.plan(spec, request, caps_, tunables_);
+    } catch (const Error& e) {
+      entry.error_code = e.code();
+      entry.error = e.what();
+    }
+    it = plans_.emplace(key, std::move(entry)).first;
+  }
+  if (!it->second.plan) throw Error(it->second.error_code, it->second.error);
+  return *it->second.plan;
 }
 
 GpuContext::~GpuContext() {

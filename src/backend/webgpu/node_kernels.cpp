@@ -130,16 +130,16 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
                                       const std::string& op, NodeRequest& r) {
   if (!r.unadaptable.empty()) return r.unadaptable;
   allow_in_place(ctx, r);
-  spec::KernelPlan plan;
+  const spec::KernelPlan* plan = nullptr;
   GpuBuffers placed;
   try {
-    plan = state.gpu->engine().plan(spec, r.request, state.gpu->caps(), state.gpu->tunables());
+    plan = &state.gpu->plan(spec, r.request);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument) throw;
     return e.what();
   }
   try {
-    placed = place_inputs(state.gpu, plan, r.inputs);
+    placed = place_inputs(state.gpu, *plan, r.inputs);
   } catch (const Error& e) {
     // Values the GPU storage cannot hold (an int64 beyond int32): the CPU computes this op, and
     // reports the error itself where the values are invalid for it.
@@ -147,7 +147,7 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
     return e.what();
   }
   ++state.placement->on_gpu[op];
-  std::map<std::string, Tensor> outputs = run_plan(state.gpu, plan, std::move(placed));
+  std::map<std::string, Tensor> outputs = run_plan(state.gpu, *plan, std::move(placed));
   r.inputs.clear();
   for (auto& [name, slot] : r.outputs) ctx.set_tensor(slot, std::move(outputs.at(name)));
   return std::nullopt;
