@@ -26,8 +26,9 @@ struct TensorDeviceAccess {
   static std::shared_ptr<const DeviceData> device_data(const Tensor& t);
   // Records that `device` holds the same bytes as `t` (shared by every tensor sharing its storage).
   static void attach(const Tensor& t, std::shared_ptr<const DeviceData> device);
-  // Whether no other tensor shares t's storage: a kernel may then write its device copy in place.
-  static bool sole_owner(const Tensor& t);
+  // How many tensors share t's storage (1: t alone), to decide whether a kernel may write its
+  // device copy in place.
+  static long storage_users(const Tensor& t);
 };
 
 }  // namespace wgml

@@ -90,7 +90,7 @@ void TensorDeviceAccess::attach(const Tensor& t, std::shared_ptr<const DeviceDat
   if (t.storage_) t.storage_->device = std::move(device);
 }
 
-bool TensorDeviceAccess::sole_owner(const Tensor& t) { return t.storage_ && t.storage_.use_count() == 1; }
+long TensorDeviceAccess::storage_users(const Tensor& t) { return t.storage_ ? t.storage_.use_count() : 0; }
 
 Tensor Tensor::reshaped(Shape shape) const {
   if (shape_numel(shape) != numel())

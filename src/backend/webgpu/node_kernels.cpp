@@ -104,14 +104,9 @@ class FieldCollector {
 void allow_in_place(const ExecContext& ctx, NodeRequest& r) {
   for (const auto& [out, out_slot] : r.outputs)
     for (const auto& [in, in_slot] : r.input_slots)
-      if (in_slot.idx == out_slot.idx && r.inputs.at(in).defined()) {
-        const Tensor& held = ctx.tensor(in_slot);
-        // Held by the slot and by r.inputs: two references, and no one else.
-        r.inputs.at(in) = Tensor();
-        const bool sole = TensorDeviceAccess::sole_owner(held);
-        r.inputs.at(in) = held;
-        if (sole) r.request.may_alias.emplace_back(in, out);
-      }
+      // Held by the slot and by r.inputs, and by no one else.
+      if (in_slot.idx == out_slot.idx && TensorDeviceAccess::storage_users(ctx.tensor(in_slot)) == 2)
+        r.request.may_alias.emplace_back(in, out);
 }
 
 // Runs `cpu` (the CPU reference kernel of `op`), counted and timed for profiles.

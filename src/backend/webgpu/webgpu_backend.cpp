@@ -14,13 +14,6 @@ void WebGpuBackend::attach(runtime::ExecContext& ctx) const {
 
 void WebGpuBackend::end_run(runtime::ExecContext&) const { gpu_->recorder().submit(); }
 
-std::vector<std::string> WebGpuBackend::gpu_ops() const {
-  std::vector<std::string> ops;
-  for (const auto& [key, spec] : gpu_->engine().specs())
-    if (key.first == "mlx") ops.push_back(key.second);
-  return ops;
-}
-
 bool is_view_node(std::string_view op) {
   return op == "Reshape" || op == "Squeeze" || op == "ExpandDims" || op == "Contiguous";
 }

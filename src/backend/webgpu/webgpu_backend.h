@@ -41,9 +41,6 @@ class WebGpuBackend final : public runtime::Backend {
   const std::shared_ptr<GpuContext>& context() const { return gpu_; }
   const Placement& placement() const { return placement_; }
 
-  // The mlx node names (without "Node") that have a spec, i.e. may run on the GPU.
-  std::vector<std::string> gpu_ops() const;
-
  private:
   std::shared_ptr<GpuContext> gpu_;
   cpu::CpuBackend cpu_;
