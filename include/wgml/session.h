@@ -33,6 +33,14 @@ struct OpProfile {
   std::string note;     // for a node run on the CPU instead of the GPU: why
 };
 
+// What one run() did on the GPU besides computing: a steady decode step (after its first two)
+// makes no plans, renders no kernels and compiles no pipelines. Zero on the CPU.
+struct RunStats {
+  uint64_t plans_made = 0;          // kernel plans made for requests not seen before
+  uint64_t kernels_rendered = 0;    // WGSL rendered from templates (a shape class not seen before)
+  uint64_t pipelines_compiled = 0;  // compute pipelines compiled
+};
+
 // One program input or output as the model declares it.
 struct IoInfo {
   std::string name;
@@ -51,6 +59,7 @@ class Session {
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
+  const RunStats& last_run_stats() const;
 
   // The device the session runs on: "cpu", or "webgpu: <adapter>".
   std::string device_description() const;

@@ -42,6 +42,7 @@ struct Session::Impl {
   std::unique_ptr<runtime::Executor> executor;
   std::vector<IoInfo> inputs, outputs;
   backend::webgpu::Placement placement_seen;  // placement counts already reported
+  RunStats last_run;
 
   const backend::webgpu::WebGpuBackend* gpu() const {
     return dynamic_cast<const backend::webgpu::WebGpuBackend*>(backend.get());
@@ -66,8 +67,17 @@ const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 
 std::vector<Value> Session::run(const std::vector<Value>& inputs) {
-  return impl_->executor->run(inputs);
+  const auto* gpu = impl_->gpu();
+  if (!gpu) return impl_->executor->run(inputs);
+  const auto before = gpu->context()->counters();
+  std::vector<Value> outputs = impl_->executor->run(inputs);
+  const auto after = gpu->context()->counters();
+  impl_->last_run = RunStats{after.plans_made - before.plans_made, after.kernels_rendered - before.kernels_rendered,
+                             after.pipelines_compiled - before.pipelines_compiled};
+  return outputs;
 }
+
+const RunStats& Session::last_run_stats() const { return impl_->last_run; }
 
 std::string Session::device_description() const {
   const auto* gpu = impl_->gpu();

@@ -91,8 +91,8 @@ int64_t to_int(const Value& v, const Expr& e, const std::string& what) {
 class Planner {
  public:
   Planner(const KernelSpec& spec, const KernelRequest& request, const DeviceCaps& device,
-          const TunableOverrides& tunables)
-      : spec_(spec), request_(request), device_(device), tunables_(tunables.resolve(spec)) {}
+          const TunableOverrides& tunables, RenderCache* renders)
+      : spec_(spec), request_(request), device_(device), tunables_(tunables.resolve(spec)), renders_(renders) {}
 
   KernelPlan run() {
     match_inputs();
@@ -276,11 +276,13 @@ class Planner {
       if (!t.shape) fail(ErrorCode::InvalidArgument, "output '" + t.name + "' has no shape expression; give its shape");
       if (const auto given = request_.output_dtypes.find(t.name); given != request_.output_dtypes.end())
         bind_dtype(t, given->second, true);
+      else if (const auto from_attribute = dtype_of_attribute(t)) bind_dtype(t, *from_attribute, true);
       if (spec_.is_type_variable(t.dtype) && !type_vars_.count(t.dtype))
         fail(ErrorCode::InvalidArgument, "output '" + t.name + "': no input binds its type " + t.dtype + "; give its dtype");
       dtype = spec_.is_type_variable(t.dtype) ? type_vars_.at(t.dtype) : *dtype_from_name(t.dtype);
       // The spec's derived values may help (an axis normalised once); they see the inputs only.
-      shapes_[t.name] = evaluate_shape(*t.shape, DeriveScope(spec_.derive, base_));
+      const DeriveScope derived(spec_.derive, base_);
+      shapes_[t.name] = evaluate_shape(*t.shape, tensor_scope(t, derived));
     }
     bind_storage(t, dtype);
     if (spec_.is_type_variable(t.dtype) && !dtypes_obj_.count(t.dtype)) {
@@ -288,6 +290,18 @@ class Planner {
       types_obj_[t.dtype] = logical_type(t.name);
     }
     publish_tensor(t.name);
+  }
+
+  // The dtype an output's `dtypeAttribute` names (an ExecuTorch ScalarType code; negative: none).
+  std::optional<DType> dtype_of_attribute(const TensorSpec& t) const {
+    if (t.dtype_attribute.empty()) return std::nullopt;
+    const auto it = attrs_.find(t.dtype_attribute);
+    if (it == attrs_.end() || !it->second.is_int())
+      fail(ErrorCode::InvalidArgument, "output '" + t.name + "': dtypeAttribute '" + t.dtype_attribute + "' is not an int attribute");
+    if (it->second.as_int() < 0) return std::nullopt;
+    const auto dtype = dtype_from_scalar_type(static_cast<int>(it->second.as_int()));
+    if (!dtype) fail(ErrorCode::InvalidArgument, "attribute '" + t.dtype_attribute + "' = " + it->second.repr() + " is no ScalarType code");
+    return dtype;
   }
 
   Shape evaluate_shape(const Expr& e, const Scope& scope) const {
@@ -300,17 +314,23 @@ class Planner {
     return shape;
   }
 
+  // The scope a tensor's own expressions see: a list member's also read `listIndex`.
+  static ObjectScope tensor_scope(const TensorSpec& t, const Scope& parent) {
+    return ObjectScope(t.list.empty() ? Object{} : Object{{"listIndex", Value(t.list_index)}}, &parent);
+  }
+
   void check_rank_and_shape(const TensorSpec& t) const {
     const Shape& shape = shapes_.at(t.name);
+    const ObjectScope scope = tensor_scope(t, base_);
     if (t.rank) {
-      const int64_t rank = to_int(t.rank->evaluate(base_), *t.rank, "rank");
+      const int64_t rank = to_int(t.rank->evaluate(scope), *t.rank, "rank");
       if (rank != static_cast<int64_t>(shape.size()))
         fail(ErrorCode::InvalidArgument, "'" + t.name + "' has rank " + std::to_string(shape.size()) + " (shape " +
                                              shape_text(shape) + "), the spec requires " + std::to_string(rank));
     }
     const bool given = request_.inputs.count(t.name) || request_.outputs.count(t.name);  // not computed from `shape`
     if (t.shape && given) {
-      const Shape expected = evaluate_shape(*t.shape, base_);
+      const Shape expected = evaluate_shape(*t.shape, scope);
       if (expected != shape)
         fail(ErrorCode::InvalidArgument, "'" + t.name + "' has shape " + shape_text(shape) + ", the spec requires " + shape_text(expected));
     }
@@ -377,9 +397,10 @@ class Planner {
         if (pt.gpu_bytes > device_.max_storage_binding_bytes)
           fail(ErrorCode::Unsupported, "'" + t.name + "' needs a " + std::to_string(pt.gpu_bytes) + "-byte buffer; the device binds at most " +
                                            std::to_string(device_.max_storage_binding_bytes));
+        const ObjectScope scope = tensor_scope(t, spec_scope);
         if (t.range_min)
-          pt.value_range = ValueRange{to_int(t.range_min->evaluate(spec_scope), *t.range_min, "valueRange[0]"),
-                                      to_int(t.range_max->evaluate(spec_scope), *t.range_max, "valueRange[1]")};
+          pt.value_range = ValueRange{to_int(t.range_min->evaluate(scope), *t.range_min, "valueRange[0]"),
+                                      to_int(t.range_max->evaluate(scope), *t.range_max, "valueRange[1]")};
         plan.tensors.push_back(std::move(pt));
       }
     }
@@ -546,16 +567,33 @@ class Planner {
                                {"entryPoint", Value(pass.entry_point)},
                                {"usesF16", Value(uses_f16)}},
                         &scope);
-    out.wgsl = pass.shader_template->render(context);
+    out.wgsl = render(pass, context);
     for (const DeriveScope* layer : {layers.spec, layers.variant, static_cast<const DeriveScope*>(&scope)})
       layer->append_all(out.derived);
     return out;
+  }
+
+  // The pass's WGSL: from the render cache when its template read the same values before.
+  std::shared_ptr<const std::string> render(const PassSpec& pass, const Scope& context) const {
+    if (!renders_) return std::make_shared<const std::string>(pass.shader_template->render(context));
+    std::string key = spec_.file + "|" + pass.path;
+    for (const Expr::NameUse& use : pass.template_reads) {
+      std::optional<Value> value = context.find(use.name);
+      if (value && !use.member.empty() && value->is_object()) {
+        const Value* member = value->member(use.member);
+        value = member ? std::optional<Value>(*member) : std::nullopt;
+      }
+      key += "|" + use.name + (use.member.empty() ? "" : "." + use.member) + "=" + (value ? value->repr() : "?");
+    }
+    if (auto cached = renders_->find(key)) return cached;
+    return renders_->insert(key, pass.shader_template->render(context));
   }
 
   const KernelSpec& spec_;
   const KernelRequest& request_;
   const DeviceCaps& device_;
   const std::map<std::string, int64_t> tunables_;
+  RenderCache* renders_;
   std::map<std::string, DType> type_vars_;
   std::map<std::string, std::string> type_source_;
   std::map<std::string, StorageType> storage_;
@@ -564,7 +602,44 @@ class Planner {
   ObjectScope base_{Object{}};
 };
 
+// Each (name, member) a template reads, once, in a fixed order.
+std::vector<Expr::NameUse> distinct_reads(const Template& t) {
+  std::vector<Expr::NameUse> reads;
+  for (const auto& free : t.free_names()) {
+    const bool seen = std::any_of(reads.begin(), reads.end(), [&](const Expr::NameUse& r) {
+      return r.name == free.use.name && r.member == free.use.member;
+    });
+    if (!seen) reads.push_back({free.use.name, free.use.member, 0});
+  }
+  return reads;
+}
+
 }  // namespace
+
+std::shared_ptr<const std::string> RenderCache::find(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  const auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const std::string> RenderCache::insert(const std::string& key, std::string wgsl) {
+  std::lock_guard lock(mutex_);
+  ++renders_;
+  if (entries_.size() >= kMaxEntries) entries_.clear();
+  auto text = std::make_shared<const std::string>(std::move(wgsl));
+  entries_.emplace(key, text);
+  return text;
+}
+
+uint64_t RenderCache::renders() const {
+  std::lock_guard lock(mutex_);
+  return renders_;
+}
+
+size_t RenderCache::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
 
 Engine::Engine(std::string template_dir) : templates_(std::move(template_dir)) {}
 
@@ -583,6 +658,7 @@ void Engine::attach_templates(KernelSpec& spec) {
       }
       NameTable pass_table = variant_table;
       pass_table.add_derived(pass.derive);
+      pass.template_reads = distinct_reads(*pass.shader_template);
       for (const auto& free : pass.shader_template->free_names()) {
         try {
           pass_table.check(*free.expr, free.use);
@@ -594,7 +670,11 @@ void Engine::attach_templates(KernelSpec& spec) {
   }
 }
 
-std::shared_ptr<const KernelSpec> Engine::load(const std::string& spec_path) { return add(load_spec_file(spec_path)); }
+std::vector<std::shared_ptr<const KernelSpec>> Engine::load(const std::string& spec_path) {
+  std::vector<std::shared_ptr<const KernelSpec>> loaded;
+  for (KernelSpec& spec : load_spec_file(spec_path)) loaded.push_back(add(std::move(spec)));
+  return loaded;
+}
 
 std::shared_ptr<const KernelSpec> Engine::add(KernelSpec parsed) {
   auto spec = std::make_shared<KernelSpec>(std::move(parsed));
@@ -608,7 +688,14 @@ void Engine::load_directory(const std::string& specs_dir) {
   for (const auto& entry : std::filesystem::recursive_directory_iterator(specs_dir))
     if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
   std::sort(files.begin(), files.end());
-  for (const auto& file : files) load(file.string());
+  std::map<std::pair<std::string, std::string>, std::string> defined_by;
+  for (const auto& file : files) {
+    for (const auto& spec : load(file.string())) {
+      const auto [it, first] = defined_by.emplace(std::make_pair(spec->domain, spec->name), spec->file);
+      if (!first)
+        throw Error(ErrorCode::InvalidFormat, spec->file + ": " + spec->qualified_name() + " is already defined by " + it->second);
+    }
+  }
 }
 
 const KernelSpec* Engine::find(const std::string& domain, const std::string& op) const {
@@ -617,8 +704,9 @@ const KernelSpec* Engine::find(const std::string& domain, const std::string& op)
 }
 
 KernelPlan Engine::plan(const KernelSpec& spec, const KernelRequest& request, const DeviceCaps& device,
-                        const TunableOverrides& tunables) const {
-  return Planner(spec, request, device, tunables).run();
+                        const TunableOverrides& tunables, RenderCache* renders) const {
+  if (spec.view) throw Error(ErrorCode::InvalidArgument, spec.qualified_name() + " is a view: it has no kernel to plan");
+  return Planner(spec, request, device, tunables, renders).run();
 }
 
 }  // namespace wgml::spec

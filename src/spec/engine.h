@@ -6,8 +6,10 @@
 // aliasing. docs/kernels.md describes the format and these steps.
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -42,14 +44,33 @@ struct KernelRequest {
   std::vector<std::pair<std::string, std::string>> may_alias;
 };
 
+// Rendered WGSL, found again by the values of the names its template read (PassSpec::
+// template_reads). A template that reads ranks, dtypes and code-shaping attributes but no shapes
+// renders once per shape class: a growing KV cache or a new sequence length finds the WGSL (and
+// so the pipeline) of the previous step. Thread-safe.
+class RenderCache {
+ public:
+  std::shared_ptr<const std::string> find(const std::string& key) const;
+  std::shared_ptr<const std::string> insert(const std::string& key, std::string wgsl);
+  uint64_t renders() const;  // templates rendered since the cache was made
+  size_t size() const;
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;  // then cleared: only shape-baking templates get there
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const std::string>> entries_;
+  uint64_t renders_ = 0;
+};
+
 class Engine {
  public:
   // `template_dir`: where the specs' shader templates (and their includes) live.
   explicit Engine(std::string template_dir);
 
-  // Parses and validates a spec file and its templates (each exists and compiles; every name a
-  // template reads is defined for each pass that renders it). Throws wgml::Error naming the file.
-  std::shared_ptr<const KernelSpec> load(const std::string& spec_path);
+  // Parses and validates a spec file (a single spec or a family) and its templates (each exists
+  // and compiles; every name a template reads is defined for each pass that renders it). Throws
+  // wgml::Error naming the file. Returns the specs it holds, one per op.
+  std::vector<std::shared_ptr<const KernelSpec>> load(const std::string& spec_path);
   // The same for a spec already parsed (parse_spec).
   std::shared_ptr<const KernelSpec> add(KernelSpec spec);
   // Loads every <dir>/<domain>/<Op>.json.
@@ -63,8 +84,9 @@ class Engine {
   // unknown input, a dtype outside typeConstraints, an attribute outside its constraints),
   // Unsupported when the spec's `when` or every variant rejects it (naming the condition), Runtime
   // when an expression fails.
+  // With `renders`, a pass whose template read the same values as an earlier one reuses its WGSL.
   KernelPlan plan(const KernelSpec& spec, const KernelRequest& request, const DeviceCaps& device,
-                  const TunableOverrides& tunables = {}) const;
+                  const TunableOverrides& tunables = {}, RenderCache* renders = nullptr) const;
 
  private:
   void attach_templates(KernelSpec& spec);

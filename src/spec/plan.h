@@ -13,6 +13,7 @@
 //   3. Outputs are downloaded and converted with decode_from_gpu(bytes, t.storage, t.shape).
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,7 +55,9 @@ struct PlanPass {
   std::string name;         // for profiles: "TensorScatter.Scatter"
   std::string shader;       // the template it was rendered from
   std::string entry_point;
-  std::string wgsl;
+  // Shared by every plan whose template read the same values (Engine's RenderCache): the same
+  // pointer means the same code, so a backend may key its compiled pipelines by it.
+  std::shared_ptr<const std::string> wgsl;
   std::vector<PlanBinding> bindings;
   std::vector<uint8_t> params;  // the uniform struct's bytes (empty when the pass has none)
   std::array<uint32_t, 3> dispatch{1, 1, 1};

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "spec/family.h"
 #include "spec/storage.h"
 #include "wgml/error.h"
 
@@ -132,6 +133,7 @@ class SpecParser {
   SpecParser(const std::string& file, const Json& root) : r_(file), root_(root) { spec_.file = file; }
 
   KernelSpec run() {
+    if (root_.is_object() && root_.contains("view")) return view();
     r_.keys(root_, "",
             {"domain", "name", "sinceVersion", "description", "inputs", "outputs", "attributes",
              "attributeConstraints", "typeConstraints", "tunables", "when", "derive", "bindings", "variants"},
@@ -153,6 +155,17 @@ class SpecParser {
   }
 
  private:
+  // A node the backend runs as a view of its input (a new shape or strides over the same buffer):
+  // no kernel, so nothing but its name.
+  KernelSpec view() {
+    r_.keys(root_, "", {"domain", "name", "description", "view"}, {"domain", "name", "view"});
+    if (!r_.boolean(root_.at("view"), "view")) r_.fail("view", "a view spec says \"view\": true");
+    spec_.domain = r_.string(root_.at("domain"), "domain");
+    spec_.name = r_.string(root_.at("name"), "name");
+    spec_.view = true;
+    return std::move(spec_);
+  }
+
   void type_constraints() {
     if (!root_.contains("typeConstraints")) return;
     const Json& j = root_.at("typeConstraints");
@@ -184,9 +197,9 @@ class SpecParser {
       if (!is_identifier(name)) r_.fail(path, "a tensor name must be an identifier");
       if (spec_.tensor(name)) r_.fail(path, "'" + name + "' is already an input");
       if (inputs)
-        r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "storage", "narrowing", "valueRange", "description"}, {"dtype"});
+        r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "list", "storage", "narrowing", "valueRange", "description"}, {"dtype"});
       else
-        r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "description"}, {"dtype"});
+        r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "description"}, {"dtype"});
       TensorSpec t;
       t.name = name;
       t.path = path;
@@ -204,7 +217,25 @@ class SpecParser {
         r_.fail(Reader::child(path, "narrowing"), "the only narrowing is \"checked\", found \"" + t.narrowing + "\"");
       if (body.contains("valueRange")) value_range(body.at("valueRange"), Reader::child(path, "valueRange"), t);
       if (!t.storage.empty()) check_storage(t);
-      out.push_back(std::move(t));
+      t.dtype_attribute = r_.string_or(body, "dtypeAttribute", path, "");
+      if (body.contains("list")) add_list(body.at("list"), Reader::child(path, "list"), std::move(t), out);
+      else out.push_back(std::move(t));
+    }
+  }
+
+  // A list of up to `count` tensors binds as NAME0, NAME1, ...: the first as declared, the rest
+  // optional, each remembering the list it belongs to (the IR maps list fields onto it).
+  void add_list(const Json& j, const std::string& path, TensorSpec t, std::vector<TensorSpec>& out) {
+    const int64_t count = r_.integer(j, path);
+    if (count < 1 || count > 16) r_.fail(path, "a list holds 1 to 16 tensors, found " + std::to_string(count));
+    t.list = t.name;
+    for (int64_t k = 0; k < count; ++k) {
+      TensorSpec member = t;
+      member.name = t.name + std::to_string(k);
+      member.optional = t.optional || k > 0;
+      member.list_index = k;
+      if (spec_.tensor(member.name)) r_.fail(path, "'" + member.name + "' is already a tensor of the spec");
+      out.push_back(std::move(member));
     }
   }
 
@@ -346,7 +377,7 @@ class SpecParser {
       r_.expect(passes, passes.is_array() && !passes.empty(), Reader::child(path, "passes"), "a non-empty list");
       std::set<std::string> pass_ids;
       for (size_t p = 0; p < passes.size(); ++p) {
-        v.passes.push_back(pass(passes[p], Reader::item(Reader::child(path, "passes"), p)));
+        v.passes.push_back(pass(passes[p], Reader::item(Reader::child(path, "passes"), p), passes.size() == 1));
         if (!pass_ids.insert(v.passes.back().id).second)
           r_.fail(Reader::child(v.passes.back().path, "id"), "pass id '" + v.passes.back().id + "' is used twice");
       }
@@ -354,13 +385,14 @@ class SpecParser {
     }
   }
 
-  PassSpec pass(const Json& j, const std::string& path) const {
+  // A pass is named for profiles: by its op alone when it is its variant's only pass.
+  PassSpec pass(const Json& j, const std::string& path, bool only_pass) const {
     r_.keys(j, path, {"id", "name", "shader", "entryPoint", "derive", "bindings", "dispatch", "viewAlias", "description"},
             {"id", "shader", "bindings", "dispatch"});
     PassSpec p;
     p.path = path;
     p.id = r_.string(j.at("id"), Reader::child(path, "id"));
-    p.name = r_.string_or(j, "name", path, spec_.name + "." + p.id);
+    p.name = r_.string_or(j, "name", path, only_pass ? spec_.name : spec_.name + "." + p.id);
     p.shader = r_.string(j.at("shader"), Reader::child(path, "shader"));
     p.entry_point = r_.string_or(j, "entryPoint", path, "main");
     if (j.contains("derive")) p.derive = r_.derive(j.at("derive"), Reader::child(path, "derive"));
@@ -448,9 +480,12 @@ class SpecParser {
     for (const Expr& e : spec_.when) table.check(e);
     for (const auto& d : spec_.derive) table.check(d.expr);
     for (const auto* list : {&spec_.inputs, &spec_.outputs})
-      for (const TensorSpec& t : *list)
+      for (const TensorSpec& t : *list) {
+        NameTable tensor_table = table;
+        if (!t.list.empty()) tensor_table.add_plain("listIndex");
         for (const auto* e : {&t.rank, &t.shape, &t.range_min, &t.range_max})
-          if (*e) table.check(**e);
+          if (*e) tensor_table.check(**e);
+      }
     for (const VariantSpec& v : spec_.variants) {
       NameTable variant_table = table;
       variant_table.add_derived(v.derive);
@@ -512,22 +547,31 @@ const TunableSpec* KernelSpec::tunable(std::string_view n) const {
   return nullptr;
 }
 
-KernelSpec parse_spec(const std::string& json_text, const std::string& file) {
+std::vector<KernelSpec> parse_specs(const std::string& json_text, const std::string& file) {
   Json root;
   try {
     root = Json::parse(json_text);
   } catch (const Json::parse_error& e) {
     throw Error(ErrorCode::InvalidFormat, file + ": not valid JSON: " + e.what());
   }
-  return SpecParser(file, root).run();
+  std::vector<KernelSpec> specs;
+  for (const ExpandedSpec& expanded : expand_family(root, file)) specs.push_back(SpecParser(expanded.label, expanded.body).run());
+  return specs;
 }
 
-KernelSpec load_spec_file(const std::string& path) {
+KernelSpec parse_spec(const std::string& json_text, const std::string& file) {
+  std::vector<KernelSpec> specs = parse_specs(json_text, file);
+  if (specs.size() != 1)
+    throw Error(ErrorCode::InvalidFormat, file + ": expected a single spec, found a family of " + std::to_string(specs.size()) + " ops");
+  return std::move(specs.front());
+}
+
+std::vector<KernelSpec> load_spec_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::Io, path + ": cannot open the spec file");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_spec(text.str(), path);
+  return parse_specs(text.str(), path);
 }
 
 NameTable NameTable::for_spec(const KernelSpec& spec) {

@@ -20,6 +20,11 @@ struct TensorSpec {
   std::string onnx;  // the ONNX name, when it differs
   std::string dtype;  // a type variable of typeConstraints, or a dtype name
   bool optional = false;
+  // A member of a list of tensors ("list": N on `tensors` makes tensors0..N-1): the list's name,
+  // and the member's index, which its expressions read as `listIndex`.
+  std::string list;
+  int64_t list_index = 0;
+  std::string dtype_attribute;  // outputs: an attribute holding an ExecuTorch ScalarType code for the dtype
   std::optional<Expr> rank;   // inputs: required rank; outputs: the rank
   std::optional<Expr> shape;  // inputs: required shape; outputs: the shape
   // Inputs only:
@@ -81,6 +86,9 @@ struct PassSpec {
   std::optional<Expr> x, y, z, workgroups;
   std::vector<ViewAlias> view_alias;
   std::shared_ptr<const Template> shader_template;  // set by the engine when it loads the spec
+  // The names the template reads (set with shader_template): the rendered WGSL is a function of
+  // their values alone, so those values key the render cache.
+  std::vector<Expr::NameUse> template_reads;
   std::string path;
 };
 
@@ -94,7 +102,8 @@ struct VariantSpec {
 };
 
 struct KernelSpec {
-  std::string file;
+  std::string file;  // the spec file, with "#Op" for an op of a family
+  bool view = false;  // the backend runs the node as a view of its input: no kernel
   std::string domain, name;
   int64_t since_version = 0;
   std::vector<TensorSpec> inputs, outputs;
@@ -115,11 +124,14 @@ struct KernelSpec {
   bool is_type_variable(std::string_view n) const { return type_constraints.count(std::string(n)) != 0; }
 };
 
-// Parses and validates the JSON text of a spec. Template names are not resolved here (the engine
-// does that). Throws wgml::Error(InvalidFormat) naming `file`, the JSON path and, for
+// Parses and validates the JSON text of a spec file: one spec, or one per op of a family
+// (spec/family.h). Template names are not resolved here (the engine does that). Throws
+// wgml::Error(InvalidFormat) naming `file` (and the op of a family), the JSON path and, for
 // expressions, the column.
+std::vector<KernelSpec> parse_specs(const std::string& json_text, const std::string& file);
+// The same for a file that must hold a single spec.
 KernelSpec parse_spec(const std::string& json_text, const std::string& file);
-KernelSpec load_spec_file(const std::string& path);
+std::vector<KernelSpec> load_spec_file(const std::string& path);
 
 // The names an expression may read at one place of a spec: the namespaces (each with the members
 // it has) and plain names (derived values, template globals).

@@ -127,11 +127,25 @@ std::string write_element(const UniformType& type, const Value& v, uint8_t* at) 
   return "";
 }
 
+// An array of vectors given as one flat list of numbers, element after element (the dims of a
+// shape packed four to a vec4<u32>).
+std::string write_flat_array(const UniformField& field, const List& numbers, uint8_t* at) {
+  const auto lanes = static_cast<size_t>(field.type.lanes);
+  for (size_t i = 0; i < numbers.size(); ++i) {
+    std::string error = write_scalar(field.type.scalar, numbers[i], at + (i / lanes) * field.type.array_stride() + (i % lanes) * field.type.scalar_size());
+    if (!error.empty()) return "element " + std::to_string(i / lanes) + " lane " + std::to_string(i % lanes) + ": " + error;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string write_uniform(const UniformField& field, const Value& value, std::vector<uint8_t>& bytes) {
   uint8_t* at = bytes.data() + field.offset;
   if (!field.type.array_count) return write_element(field.type, value, at);
+  if (field.type.lanes > 1 && value.is_list() && value.as_list().size() == static_cast<size_t>(field.type.array_count * field.type.lanes) &&
+      std::all_of(value.as_list().begin(), value.as_list().end(), [](const Value& v) { return v.is_number(); }))
+    return write_flat_array(field, value.as_list(), at);
   if (!value.is_list() || value.as_list().size() != static_cast<size_t>(field.type.array_count))
     return "expected a list of " + std::to_string(field.type.array_count) + " elements, found " + value.repr();
   for (size_t i = 0; i < value.as_list().size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -99,9 +100,10 @@ void expect_reproduces_torch(const std::string& name, wgml::Session& session) {
 
 // A session on the WebGPU backend (lavapipe in CI), or nullopt with the reason where the machine
 // has no WebGPU library or device.
-std::optional<wgml::Session> webgpu_session(const std::string& name, std::string& why_not) {
+std::optional<wgml::Session> webgpu_session(const std::string& name, std::string& why_not, bool profile = false) {
   wgml::SessionOptions options;
   options.device = "webgpu";
+  options.profile = profile;
   try {
     return wgml::Session((kFixtures / name / "model.pte").string(), options);
   } catch (const wgml::gpu::GpuError& e) {
@@ -135,6 +137,53 @@ TEST(PteFixtures, ElementwiseLayoutRunsEntirelyOnTheGpu) {
   expect_reproduces_torch("elementwise_layout", *session);
   for (const wgml::OpProfile& p : session->profile())
     if (p.device == "cpu") ADD_FAILURE() << p.op << " ran on the CPU: " << p.note;
+}
+
+// Random float32 values in [-1, 1) from a fixed seed.
+wgml::Tensor random_tensor(wgml::Shape shape, uint32_t seed) {
+  wgml::Tensor t(wgml::DType::Float32, std::move(shape));
+  auto* values = t.mutable_data_as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    values[i] = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
+  return t;
+}
+
+// The inputs of one kv_cache decode step: `tokens` new tokens written at `position`.
+std::vector<wgml::Value> kv_cache_step(int64_t tokens, int64_t position, uint32_t seed) {
+  wgml::Tensor positions(wgml::DType::Int64, {tokens});
+  for (int64_t i = 0; i < tokens; ++i) positions.mutable_data_as<int64_t>()[i] = position + i;
+  return {random_tensor({1, 4, tokens, 8}, seed), random_tensor({1, 2, tokens, 8}, seed + 1),
+          random_tensor({1, 2, tokens, 8}, seed + 2), positions};
+}
+
+// A decode loop whose position grows and whose token count changes every step: after the first
+// two steps (one per shape class), no step may render a kernel or compile a pipeline: shapes,
+// positions and counts travel in uniforms. Every step matches the CPU reference.
+TEST(PteFixtures, KvCacheDecodeLoopCompilesNothingAfterTwoSteps) {
+  std::string why_not;
+  auto gpu = webgpu_session("kv_cache", why_not, /*profile=*/true);
+  if (!gpu) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  wgml::Session cpu((kFixtures / "kv_cache" / "model.pte").string());
+  for (int step = 0; step < 64; ++step) {
+    const int64_t tokens = 2 + step % 2;
+    const std::vector<wgml::Value> inputs = kv_cache_step(tokens, (step * 3) % (16 - tokens), 7u * static_cast<uint32_t>(step));
+    const auto want = cpu.run(inputs);
+    const auto got = gpu->run(inputs);
+    const std::string what = "kv_cache decode step " + std::to_string(step);
+    for (size_t j = 0; j < got.size(); ++j)
+      expect_close(std::get<wgml::Tensor>(got[j]), std::get<wgml::Tensor>(want[j]), 1e-5, 1e-5, what + " output " + std::to_string(j));
+    const wgml::RunStats& stats = gpu->last_run_stats();
+    if (step < 2) continue;
+    EXPECT_EQ(stats.kernels_rendered, 0u) << what;
+    EXPECT_EQ(stats.pipelines_compiled, 0u) << what;
+  }
+  // The cache writes and reads ran on the GPU every step (attention itself has no kernel yet).
+  std::map<std::string, uint64_t> gpu_calls;
+  for (const wgml::OpProfile& p : gpu->profile())
+    if (p.device == "webgpu") gpu_calls[p.op] += p.calls;
+  for (const char* op : {"IndexCopy.write", "SliceUpdate.write", "Slice"}) EXPECT_GE(gpu_calls[op], 64u) << op;
 }
 
 TEST(PteFixtures, ProgramWithoutMlxDelegateIsRejected) {

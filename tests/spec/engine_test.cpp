@@ -176,7 +176,7 @@ TEST_F(SpecEngine, PlansBindingsParamsDispatchAndWgsl) {
   EXPECT_EQ(p.tensor("y")->gpu_bytes, 60u);
   ASSERT_EQ(p.passes.size(), 1u);
   const PlanPass& pass = p.passes[0];
-  EXPECT_EQ(pass.name, "Scale.run");
+  EXPECT_EQ(pass.name, "Scale");
   ASSERT_EQ(pass.bindings.size(), 3u);
   EXPECT_EQ(pass.bindings[0].access, BindingAccess::Read);
   EXPECT_EQ(pass.bindings[0].element_type, "f32");
@@ -192,7 +192,7 @@ TEST_F(SpecEngine, PlansBindingsParamsDispatchAndWgsl) {
   EXPECT_EQ(count, 15u);
   EXPECT_EQ(factor, 0.5f);
   EXPECT_EQ(pass.dispatch, (std::array<uint32_t, 3>{1, 1, 1}));
-  EXPECT_EQ(pass.wgsl,
+  EXPECT_EQ(*pass.wgsl,
             "struct Params {\n  count: u32,\n  factor: f32,\n};\n\n"
             "@group(0) @binding(0) var<storage, read> x: array<f32>;\n"
             "@group(0) @binding(1) var<storage, read_write> y: array<f32>;\n"
@@ -248,8 +248,8 @@ TEST_F(SpecEngine, Float16NeedsShaderF16) {
   DeviceCaps f16;
   f16.shader_f16 = true;
   const KernelPlan p = plan(scale_spec(), r, f16);
-  EXPECT_EQ(p.passes[0].wgsl.rfind("enable f16;\n\n", 0), 0u);
-  EXPECT_THAT(p.passes[0].wgsl, HasSubstr("var<storage, read> x: array<f16>;"));
+  EXPECT_EQ(p.passes[0].wgsl->rfind("enable f16;\n\n", 0), 0u);
+  EXPECT_THAT(*p.passes[0].wgsl, HasSubstr("var<storage, read> x: array<f16>;"));
   // Without the spec's guard the engine still refuses f16 bindings on such a device.
   Json unguarded = scale_spec();
   unguarded.erase("when");
@@ -317,11 +317,11 @@ TEST_F(SpecEngine, TunablesComeFromTheSpecTheAdapterFileAndTheRun) {
   tunables.load_adapter_file(templates_.path("adapter.json"));
   KernelPlan p = plan(scale_spec(), r, {}, tunables);
   EXPECT_EQ(p.passes[0].dispatch[0], 4u);
-  EXPECT_THAT(p.passes[0].wgsl, HasSubstr("@workgroup_size(32)"));
+  EXPECT_THAT(*p.passes[0].wgsl, HasSubstr("@workgroup_size(32)"));
   tunables.add_run_override("test.Scale.WG=128");  // per run beats the adapter file
   p = plan(scale_spec(), r, {}, tunables);
   EXPECT_EQ(p.passes[0].dispatch[0], 1u);
-  EXPECT_THAT(p.passes[0].wgsl, HasSubstr("@workgroup_size(128)"));
+  EXPECT_THAT(*p.passes[0].wgsl, HasSubstr("@workgroup_size(128)"));
   TunableOverrides too_big;
   too_big.add_run_override("Scale.WG=512");
   EXPECT_THAT(error_of([&] { plan(scale_spec(), r, {}, too_big); }, ErrorCode::InvalidArgument),

@@ -59,6 +59,10 @@ void print_profile(wgml::Session& session, const std::string& trace_path) {
   for (const wgml::OpProfile& p : ops)
     std::fprintf(stderr, "%-32s %-7s %7llu %11.3f  %s\n", p.op.c_str(), p.device.c_str(),
                  static_cast<unsigned long long>(p.calls), p.total_ms, p.note.c_str());
+  const wgml::RunStats& stats = session.last_run_stats();
+  std::fprintf(stderr, "last run: %llu plans made, %llu kernels rendered, %llu pipelines compiled\n",
+               static_cast<unsigned long long>(stats.plans_made), static_cast<unsigned long long>(stats.kernels_rendered),
+               static_cast<unsigned long long>(stats.pipelines_compiled));
 }
 
 // .npy, or a serialized ONNX TensorProto (.pb, the ONNX backend tests' format).
@@ -150,22 +154,26 @@ int run(const RunArgs& args) {
 // Every op of every domain with its support per backend: the IR's nodes (domain "mlx") and the
 // ONNX ops a backend keeps in their own domain. A node runs on the CPU when the CPU backend has a
 // kernel for it or the executor runs it itself (control flow, value arithmetic, copies); on
-// WebGPU with a GPU kernel when kernels/specs has its spec, else through the CPU fallback.
+// WebGPU with a GPU kernel when kernels/specs has its spec, as a sequence of GPU kernels when
+// kernels/decompositions decomposes it, else through the CPU fallback.
 int list_ops(bool json) {
   const wgml::backend::cpu::CpuBackend cpu;
   const std::string kernels = wgml::backend::webgpu::default_kernels_dir();
   wgml::spec::Engine engine(kernels + "/wgsl");
   engine.load_directory(kernels + "/specs");
+  const auto decompositions = wgml::spec::load_decomposition_directory(kernels + "/decompositions");
   nlohmann::json ops = nlohmann::json::array();
   for (size_t id = 1; id < wgml::ir::kNodeNames.size(); ++id) {
     const bool native = wgml::runtime::Executor::handles_natively(id);
     const bool on_cpu = cpu.kernels().find(id) || native;
     const std::string op(wgml::backend::webgpu::spec_op_name(wgml::ir::kNodeNames[id]));
-    const char* webgpu = engine.find("mlx", op)                       ? "kernel"
-                         : native                                      ? "executor"
-                         : wgml::backend::webgpu::is_view_node(op)    ? "view"
-                         : on_cpu                                      ? "cpu fallback"
-                                                                       : "no";
+    const wgml::spec::KernelSpec* spec = engine.find("mlx", op);
+    const char* webgpu = spec && spec->view                   ? "view"
+                         : spec                                ? "kernel"
+                         : native                              ? "executor"
+                         : decompositions.count({"mlx", op})   ? "decomposed"
+                         : on_cpu                              ? "cpu fallback"
+                                                               : "no";
     ops.push_back({{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id},
                    {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
   }

@@ -107,7 +107,8 @@ SpecCommands::SpecCommands(CLI::App& app) {
     *cmd = group_->add_subcommand(is_check ? "check" : "render",
                                   is_check ? "Validate a spec and its templates; print its variants and passes"
                                            : "Print the chosen variant, derived values and rendered WGSL of one request");
-    (*cmd)->add_option("file", file_, "Spec file (.json)")->required();
+    (*cmd)->add_option("file", file_, "Spec file (.json): a single spec or a family")->required();
+    (*cmd)->add_option("--op", op_, "The op of a family file (check: all of them when left out)");
     (*cmd)->add_option("--templates", templates_, "Template directory (default " + default_templates + ")");
   }
   templates_ = default_templates;
@@ -123,9 +124,30 @@ SpecCommands::SpecCommands(CLI::App& app) {
 
 int SpecCommands::run() const { return *check_ ? check() : render(); }
 
+// The specs of the file, or the one --op names.
+std::vector<std::shared_ptr<const spec::KernelSpec>> SpecCommands::load(spec::Engine& engine) const {
+  auto specs = engine.load(file_);
+  if (op_.empty()) return specs;
+  for (const auto& s : specs)
+    if (s->name == op_) return {s};
+  std::string names;
+  for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s->name;
+  bad_argument("--op", op_, "an op of " + file_ + ": " + names);
+}
+
 int SpecCommands::check() const {
   spec::Engine engine(templates_);
-  const auto s = engine.load(file_);
+  for (const auto& s : load(engine)) print_spec(*s);
+  std::cout << "ok: the spec and its templates are valid\n";
+  return 0;
+}
+
+void SpecCommands::print_spec(const spec::KernelSpec& spec) const {
+  const spec::KernelSpec* s = &spec;
+  if (s->view) {
+    std::cout << s->qualified_name() << ": a view (no kernel)\n";
+    return;
+  }
   std::cout << s->qualified_name() << " (since opset " << s->since_version << "): " << file_ << "\ninputs:\n";
   for (const auto& t : s->inputs) print_tensor_spec(t);
   std::cout << "outputs:\n";
@@ -149,13 +171,13 @@ int SpecCommands::check() const {
     std::cout << "\n";
     for (const auto& p : v->passes) print_pass_spec(p);
   }
-  std::cout << "ok: the spec and its templates are valid\n";
-  return 0;
 }
 
 int SpecCommands::render() const {
   spec::Engine engine(templates_);
-  const auto s = engine.load(file_);
+  const auto specs = load(engine);
+  if (specs.size() != 1) bad_argument("--op", op_, "the op to render: " + file_ + " is a family of " + std::to_string(specs.size()));
+  const auto& s = specs.front();
   std::map<std::string, DType> dtypes;
   for (const auto& setting : dtypes_) {
     const auto [name, value] = split_setting("--dtypes", setting);
@@ -202,7 +224,7 @@ int SpecCommands::render() const {
       std::cout << "    @binding(" << b.index << ") " << b.name << ": " << b.element_type << ", " << spec::binding_access_name(b.access)
                 << (b.tensor.empty() ? "" : " (" + b.tensor + ")") << "\n";
     if (!p.params.empty()) std::cout << "  params (" << p.params.size() << " bytes): " << hex(p.params) << "\n";
-    std::cout << "  dispatch: " << p.dispatch[0] << " x " << p.dispatch[1] << " x " << p.dispatch[2] << "\n  wgsl:\n" << p.wgsl;
+    std::cout << "  dispatch: " << p.dispatch[0] << " x " << p.dispatch[1] << " x " << p.dispatch[2] << "\n  wgsl:\n" << *p.wgsl;
   }
   return 0;
 }

@@ -3,8 +3,11 @@
 // and `wgml spec render FILE --shapes ... --dtypes ... --attrs ...` (the chosen variant, derived
 // values, bindings, params, dispatch and rendered WGSL of one request).
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "spec/engine.h"
 
 namespace wgml::cli {
 
@@ -19,11 +22,14 @@ class SpecCommands {
  private:
   int check() const;
   int render() const;
+  std::vector<std::shared_ptr<const spec::KernelSpec>> load(spec::Engine& engine) const;
+  void print_spec(const spec::KernelSpec& spec) const;
 
   CLI::App* group_;
   CLI::App* check_;
   CLI::App* render_;
   std::string file_;
+  std::string op_;
   std::string templates_;
   std::vector<std::string> shapes_, dtypes_, attrs_, tunables_, aliases_;
   std::string tunables_file_;

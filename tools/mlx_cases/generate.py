@@ -20,8 +20,10 @@ import cases_random  # noqa: E402
 import cases_reduce  # noqa: E402
 import cases_runtime  # noqa: E402
 import cases_shape  # noqa: E402
+import cases_shape_classes  # noqa: E402
 
-FAMILIES = (cases_elementwise, cases_shape, cases_reduce, cases_nn, cases_quant, cases_runtime, cases_random)
+FAMILIES = (cases_elementwise, cases_shape, cases_reduce, cases_nn, cases_quant, cases_runtime, cases_random,
+            cases_shape_classes)
 
 
 def collect():

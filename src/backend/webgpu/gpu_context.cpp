@@ -74,6 +74,7 @@ GpuContext::GpuContext(const GpuOptions& options)
   if (options.profile) profiler_ = std::make_unique<gpu::Profiler>(device_, pool_);
   recorder_ = std::make_unique<gpu::Recorder>(device_, pool_, gpu::RecorderOptions{}, profiler_.get());
   engine_.load_directory(kernels_dir(options) + "/specs");
+  decompositions_ = spec::load_decomposition_directory(kernels_dir(options) + "/decompositions");
   caps_.shader_f16 = device_.features().shader_f16;
   caps_.max_workgroups_per_dimension = device_.limits().maxComputeWorkgroupsPerDimension;
   caps_.max_storage_binding_bytes = device_.limits().maxStorageBufferBindingSize;
@@ -99,8 +100,9 @@ const spec::KernelPlan& GpuContext::plan(const spec::KernelSpec& spec, const spe
   if (it == plans_.end()) {
     if (plans_.size() >= kMaxCachedPlans) plans_.clear();
     CachedPlan entry;
+    ++plans_made_;
     try {
-      entry.plan = engine_.plan(spec, request, caps_, tunables_);
+      entry.plan = engine_.plan(spec, request, caps_, tunables_, &renders_);
     } catch (const Error& e) {
       entry.error_code = e.code();
       entry.error = e.what();
@@ -109,6 +111,27 @@ const spec::KernelPlan& GpuContext::plan(const spec::KernelSpec& spec, const spe
   }
   if (!it->second.plan) throw Error(it->second.error_code, it->second.error);
   return *it->second.plan;
+}
+
+const spec::Decomposition* GpuContext::decomposition(const std::string& domain, const std::string& op) const {
+  const auto it = decompositions_.find({domain, op});
+  return it == decompositions_.end() ? nullptr : &it->second;
+}
+
+const gpu::Kernel* GpuContext::find_kernel(const spec::PlanPass& pass) const {
+  const auto it = kernels_.find(pass.wgsl);
+  return it == kernels_.end() ? nullptr : it->second;
+}
+
+const gpu::Kernel& GpuContext::add_kernel(const spec::PlanPass& pass, const gpu::KernelSpec& kernel) {
+  if (kernels_.size() >= kMaxCachedPlans) kernels_.clear();
+  const gpu::Kernel& compiled = pipelines_.get(kernel);
+  kernels_.emplace(pass.wgsl, &compiled);
+  return compiled;
+}
+
+GpuContext::Counters GpuContext::counters() const {
+  return Counters{plans_made_, renders_.renders(), pipelines_.compiles()};
 }
 
 GpuContext::~GpuContext() {

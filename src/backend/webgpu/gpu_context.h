@@ -3,6 +3,7 @@
 // pipelines, the recorder all kernels append to, the kernel-spec engine and tunables, and the
 // profiler when profiling. Device tensors hold a shared_ptr to it, so it lives as long as any of
 // its buffers does.
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "gpu/pipeline_cache.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
+#include "spec/decomposition.h"
 #include "spec/engine.h"
 #include "wgml/error.h"
 
@@ -43,6 +45,8 @@ class GpuContext {
   gpu::Recorder& recorder() { return *recorder_; }
   gpu::Profiler* profiler() { return profiler_.get(); }
   const spec::Engine& engine() const { return engine_; }
+  // The same-device decomposition of (domain, op), or null (kernels/decompositions).
+  const spec::Decomposition* decomposition(const std::string& domain, const std::string& op) const;
   const spec::DeviceCaps& caps() const { return caps_; }
   const spec::TunableOverrides& tunables() const { return tunables_; }
 
@@ -53,6 +57,21 @@ class GpuContext {
   const spec::KernelPlan& plan(const spec::KernelSpec& spec, const spec::KernelRequest& request);
   size_t cached_plans() const { return plans_.size(); }
 
+  // The compiled pipeline of a pass, found by the identity of its rendered WGSL (shared through
+  // the render cache), so a dispatch neither copies nor hashes the source.
+  const gpu::Kernel* find_kernel(const spec::PlanPass& pass) const;
+  // Compiles (or finds in the pipeline cache) `kernel`, the interface of `pass`, and remembers it.
+  const gpu::Kernel& add_kernel(const spec::PlanPass& pass, const gpu::KernelSpec& kernel);
+
+  // Work done besides running kernels, since the context was made: what a steady decode step
+  // must not do (each a counter that only grows).
+  struct Counters {
+    uint64_t plans_made = 0;          // requests planned (not found in the plan cache)
+    uint64_t kernels_rendered = 0;    // WGSL rendered from a template (a new shape class)
+    uint64_t pipelines_compiled = 0;  // compute pipelines created
+  };
+  Counters counters() const;
+
  private:
   void check_tunables() const;
 
@@ -62,6 +81,7 @@ class GpuContext {
   std::unique_ptr<gpu::Profiler> profiler_;
   std::unique_ptr<gpu::Recorder> recorder_;
   spec::Engine engine_;
+  std::map<std::pair<std::string, std::string>, spec::Decomposition> decompositions_;
   spec::DeviceCaps caps_;
   spec::TunableOverrides tunables_;
   struct CachedPlan {
@@ -70,6 +90,9 @@ class GpuContext {
     std::string error;
   };
   std::unordered_map<std::string, CachedPlan> plans_;
+  uint64_t plans_made_ = 0;
+  spec::RenderCache renders_;
+  std::unordered_map<std::shared_ptr<const std::string>, const gpu::Kernel*> kernels_;
 };
 
 }  // namespace wgml::backend::webgpu

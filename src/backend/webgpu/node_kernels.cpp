@@ -1,11 +1,15 @@
 // The GPU path of IR nodes and kept ONNX ops: a node's fields become a spec::KernelRequest by
-// name (tensor fields as inputs and outputs, the rest as attributes), an ONNX op's operands by
-// position in the spec's order, so kernels/specs/<domain>/<Op>.json is all an op needs to run on
-// the GPU. No per-op C++. What does not fit the GPU runs on the CPU reference, counted and timed.
+// name (tensor fields as inputs and outputs, lists of tensors as a spec's list, the rest as
+// attributes), an ONNX op's operands by position in the spec's order, so a spec is all an op
+// needs to run on the GPU. No per-op C++. The mapping is checked when the backend is made: a
+// field the spec does not take is an error naming both, never a silent CPU fallback. What does
+// not fit the GPU at run time (dtype, shape, `when`) runs on the CPU reference, counted and timed.
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "backend/webgpu/plan_runner.h"
 #include "backend/webgpu/webgpu_backend.h"
@@ -72,7 +76,6 @@ class FieldCollector {
       attribute(name, spec::Value(double{v}));
     } else {
       attribute(name, spec::Value(static_cast<int64_t>(v)));
-      if (name == "scalar_type") output_dtype(v);
     }
   }
   template <class T>
@@ -89,11 +92,6 @@ class FieldCollector {
     if (r_.unadaptable.empty()) r_.unadaptable = "field '" + std::string(name) + "' has no spec mapping";
   }
   void attribute(std::string_view name, spec::Value v) { r_.request.attributes[std::string(name)] = std::move(v); }
-  // `scalar_type` (an ExecuTorch ScalarType) sets the dtype of the node's output `out`.
-  void output_dtype(int64_t code) {
-    const auto dtype = dtype_from_scalar_type(static_cast<int>(code));
-    if (dtype) r_.request.output_dtypes["out"] = *dtype;
-  }
 
   const ExecContext& ctx_;
   NodeRequest& r_;
@@ -163,18 +161,182 @@ void run_node(const ir::Node& node, ExecContext& ctx) {
 template <class N>
 void run_without_spec(const ir::Node& node, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
-  const std::string op(spec_op_name(N::kName));
-  const runtime::KernelFn cpu = state.cpu->find(N::kUnionId);
-  if (!is_view_node(op)) return run_on_cpu(state, op, "no GPU kernel yet", [&] { cpu(node, ctx); });
-  ++state.placement->views[op];
-  cpu(node, ctx);
+  run_on_cpu(state, std::string(spec_op_name(N::kName)), "no GPU kernel yet", [&] { state.cpu->find(N::kUnionId)(node, ctx); });
+}
+
+// A view (its spec says "view": true): a device tensor is always contiguous, so the CPU kernel
+// only relabels the shape of the same buffer and never reads the data.
+template <class N>
+void run_as_view(const ir::Node& node, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  ++state.placement->views[std::string(spec_op_name(N::kName))];
+  state.cpu->find(N::kUnionId)(node, ctx);
+}
+
+// Checks that a spec takes every field of node type N as FieldCollector passes it: a tensor as
+// the input or output of its name, a list of tensors as the spec's list of that name, anything
+// else as an attribute; and that each required input and output of the spec is some field's.
+class FieldMappingCheck {
+ public:
+  explicit FieldMappingCheck(const spec::KernelSpec& spec) : spec_(spec) {}
+
+  void operator()(std::string_view name, const ir::Tid&, ir::FieldRole role) {
+    const spec::TensorSpec* t = role == ir::FieldRole::Write ? spec_.output(name) : spec_.input(name);
+    if (role == ir::FieldRole::ReadWrite) fail(name, "is read and written in place, which no spec can take");
+    if (!t || !t->list.empty()) fail(name, std::string("is a tensor, and the spec has no ") + (role == ir::FieldRole::Write ? "output" : "input") + " of that name");
+    mapped_.push_back(t->name);
+  }
+  void operator()(std::string_view name, const std::vector<ir::Tid>&, ir::FieldRole role) {
+    bool found = false;
+    for (const auto* list : {&spec_.inputs, &spec_.outputs})
+      for (const spec::TensorSpec& t : *list)
+        if (t.list == name && (list == &spec_.outputs) == (role == ir::FieldRole::Write)) {
+          found = true;
+          mapped_.push_back(t.name);
+        }
+    if (!found) fail(name, "is a list of tensors, and the spec declares no list of that name (\"list\": N)");
+  }
+  template <class T>
+  void operator()(std::string_view name, const std::optional<T>&, ir::FieldRole role) {
+    (*this)(name, T{}, role);
+  }
+  template <class T>
+  void operator()(std::string_view name, const T&, ir::FieldRole) {
+    if constexpr (!std::is_invocable_v<FieldCollector, std::string_view, const T&, ir::FieldRole>)
+      fail(name, "has a type no spec can take");
+    if (!spec_.attribute(name)) fail(name, "is a value, and the spec has no attribute of that name");
+  }
+
+  void check_every_tensor_mapped() const {
+    for (const auto* list : {&spec_.inputs, &spec_.outputs})
+      for (const spec::TensorSpec& t : *list)
+        if (!t.optional && std::find(mapped_.begin(), mapped_.end(), t.name) == mapped_.end())
+          throw Error(ErrorCode::InvalidFormat, where() + ": '" + t.name + "' is no field of the IR node");
+  }
+
+ private:
+  std::string where() const { return spec_.qualified_name() + " (" + spec_.file + ")"; }
+  [[noreturn]] void fail(std::string_view field, const std::string& what) const {
+    throw Error(ErrorCode::InvalidFormat, where() + ": IR field '" + std::string(field) + "' " + what);
+  }
+
+  const spec::KernelSpec& spec_;
+  std::vector<std::string> mapped_;
+};
+
+// The tensor fields of node type N, by name.
+struct TensorFieldNames {
+  std::vector<std::string> names;
+  void operator()(std::string_view name, const ir::Tid&, ir::FieldRole) { names.emplace_back(name); }
+  template <class T>
+  void operator()(std::string_view, const T&, ir::FieldRole) {}
+};
+
+// The node's value fields as `attrs`, its input tensors' shapes and ranks: what a decomposition's
+// expressions read.
+spec::ObjectScope decomposition_scope(const NodeRequest& r) {
+  spec::Object attrs(r.request.attributes.begin(), r.request.attributes.end()), shapes, ranks;
+  for (const auto& [name, desc] : r.request.inputs) {
+    shapes[name] = spec::Value::int_list(desc.shape);
+    ranks[name] = spec::Value(static_cast<int64_t>(desc.shape.size()));
+  }
+  return spec::ObjectScope(spec::Object{{"attrs", spec::Value(attrs)}, {"shapes", spec::Value(shapes)}, {"ranks", spec::Value(ranks)}});
+}
+
+// Runs one step of a decomposition on `previous` (and the node's tensors); returns its output, or
+// the reason it does not fit the GPU.
+std::variant<Tensor, std::string> run_step(const WebGpuState& state, const spec::DecompositionStep& step, const spec::Scope& scope,
+                                            const NodeRequest& r, const Tensor& previous) {
+  const spec::KernelSpec& spec = *state.gpu->engine().find("mlx", step.op);
+  spec::KernelRequest request;
+  std::map<std::string, Tensor> inputs;
+  for (const auto& [input, field] : step.inputs) {
+    const Tensor& t = field == "previous" ? previous : r.inputs.at(field);
+    inputs[input] = t;
+    request.inputs[input] = spec::TensorDesc{t.dtype(), t.shape()};
+  }
+  for (const auto& [name, e] : step.attributes) request.attributes[name] = e.evaluate(scope);
+  const std::string& output = spec.outputs.front().name;
+  request.wanted_outputs.insert(output);
+  try {
+    const spec::KernelPlan& plan = state.gpu->plan(spec, request);
+    return run_plan(state.gpu, plan, place_inputs(state.gpu, plan, inputs)).at(output);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument && e.code() != ErrorCode::Runtime) throw;
+    return step.op + ": " + e.what();
+  }
+}
+
+// Runs `d` step by step, each step's output the next one's "previous"; the last is the node's
+// output. Returns the reason when a step does not fit the GPU (the node then runs on the CPU).
+std::optional<std::string> run_decomposition(ExecContext& ctx, const WebGpuState& state, const spec::Decomposition& d,
+                                             const std::string& op, NodeRequest& r) {
+  if (!r.unadaptable.empty()) return r.unadaptable;
+  const spec::ObjectScope base = decomposition_scope(r);
+  Tensor previous = r.inputs.at(d.input);
+  for (const spec::DecompositionStep& step : d.steps) {
+    const spec::List once{spec::Value(false)};
+    const spec::Value list = step.loop_list ? step.loop_list->evaluate(base) : spec::Value(once);
+    if (!list.is_list()) return step.path + ": `in` is not a list";
+    for (const spec::Value& element : list.as_list()) {
+      const spec::ObjectScope scope(step.loop_variable.empty() ? spec::Object{} : spec::Object{{step.loop_variable, element}}, &base);
+      auto result = run_step(state, step, scope, r, previous);
+      if (auto* why_not = std::get_if<std::string>(&result)) return *why_not;
+      previous = std::move(std::get<Tensor>(result));
+    }
+  }
+  ++state.placement->on_gpu[op];
+  for (const auto& [name, slot] : r.outputs)
+    if (name == d.output) ctx.set_tensor(slot, previous);
+  return std::nullopt;
 }
 
 template <class N>
-void register_node(const spec::Engine& engine, runtime::KernelTable& table) {
+void run_decomposed(const ir::Node& node, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  const std::string op(spec_op_name(N::kName));
+  NodeRequest r;
+  FieldCollector collect(ctx, r);
+  ir::for_each_field(std::get<N>(node), collect);
+  const auto why_not = run_decomposition(ctx, state, *state.gpu->decomposition("mlx", op), op, r);
+  if (why_not) run_on_cpu(state, op, *why_not, [&] { state.cpu->find(N::kUnionId)(node, ctx); });
+}
+
+// A decomposition must name the node's tensor fields and ops that have specs.
+template <class N>
+void check_decomposition(const spec::Decomposition& d, const spec::Engine& engine) {
+  TensorFieldNames fields;
+  ir::for_each_field(N{}, fields);
+  const auto is_field = [&](const std::string& n) { return std::find(fields.names.begin(), fields.names.end(), n) != fields.names.end(); };
+  const auto fail = [&](const std::string& what) { throw Error(ErrorCode::InvalidFormat, d.file + ": " + d.domain + "." + d.op + ": " + what); };
+  if (!is_field(d.input) || !is_field(d.output)) fail("input '" + d.input + "' and output '" + d.output + "' must be tensor fields of the node");
+  for (const spec::DecompositionStep& step : d.steps) {
+    const spec::KernelSpec* spec = engine.find(d.domain, step.op);
+    if (!spec || spec->view) fail(step.path + ": '" + step.op + "' has no kernel spec");
+    for (const auto& [input, field] : step.inputs) {
+      if (!spec->input(input)) fail(step.path + ": " + step.op + " has no input '" + input + "'");
+      if (field != "previous" && !is_field(field)) fail(step.path + ": '" + field + "' is no tensor field of the node");
+    }
+    for (const auto& [name, e] : step.attributes)
+      if (!spec->attribute(name)) fail(step.path + ": " + step.op + " has no attribute '" + name + "'");
+  }
+}
+
+template <class N>
+void register_node(const GpuContext& gpu, runtime::KernelTable& table) {
   if (!table.find(N::kUnionId)) return;
-  if (engine.find("mlx", std::string(spec_op_name(N::kName)))) table.set(N::kUnionId, run_node<N>);
-  else table.set(N::kUnionId, run_without_spec<N>);
+  const std::string op(spec_op_name(N::kName));
+  const spec::KernelSpec* spec = gpu.engine().find("mlx", op);
+  if (!spec && gpu.decomposition("mlx", op)) {
+    check_decomposition<N>(*gpu.decomposition("mlx", op), gpu.engine());
+    return table.set(N::kUnionId, run_decomposed<N>);
+  }
+  if (!spec) return table.set(N::kUnionId, run_without_spec<N>);
+  if (spec->view) return table.set(N::kUnionId, run_as_view<N>);
+  FieldMappingCheck check(*spec);
+  ir::for_each_field(N{}, check);
+  check.check_every_tensor_mapped();
+  table.set(N::kUnionId, run_node<N>);
 }
 
 spec::Value attribute_value(const ir::OnnxAttribute::Value& v) {
@@ -212,12 +374,12 @@ void run_onnx_op(const ir::OnnxOp& op, ExecContext& ctx) {
 
 }  // namespace
 
-void register_node_kernels(const spec::Engine& engine, const runtime::KernelTable& cpu, runtime::KernelTable& table) {
+void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cpu, runtime::KernelTable& table) {
   [&]<size_t... I>(std::index_sequence<I...>) {
-    (register_node<std::variant_alternative_t<I, ir::Node>>(engine, table), ...);
+    (register_node<std::variant_alternative_t<I, ir::Node>>(gpu, table), ...);
   }(std::make_index_sequence<std::variant_size_v<ir::Node>>{});
   for (const auto& [key, kernel] : cpu.onnx_kernels())
-    if (engine.find(key.first, key.second)) table.add_onnx(key.first, key.second, run_onnx_op);
+    if (gpu.engine().find(key.first, key.second)) table.add_onnx(key.first, key.second, run_onnx_op);
 }
 
 }  // namespace wgml::backend::webgpu

@@ -36,7 +36,7 @@ std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& c
 gpu::KernelSpec kernel_of(const spec::KernelPlan& plan, const spec::PlanPass& pass) {
   gpu::KernelSpec k;
   k.label = pass.name;
-  k.wgsl = pass.wgsl;
+  k.wgsl = *pass.wgsl;
   k.entry_point = pass.entry_point;
   for (size_t i = 0; i < pass.bindings.size(); ++i) {
     const spec::PlanBinding& b = pass.bindings[i];
@@ -53,7 +53,8 @@ gpu::KernelSpec kernel_of(const spec::KernelPlan& plan, const spec::PlanPass& pa
 
 void record_pass(GpuContext& context, const spec::KernelPlan& plan, const spec::PlanPass& pass,
                  const Buffers& buffers) {
-  const gpu::Kernel& kernel = context.pipelines().get(kernel_of(plan, pass));
+  const gpu::Kernel* found = context.find_kernel(pass);
+  const gpu::Kernel& kernel = found ? *found : context.add_kernel(pass, kernel_of(plan, pass));
   std::vector<gpu::BufferRange> ranges;
   for (const spec::PlanBinding& b : pass.bindings)
     if (b.role != spec::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->range());

@@ -5,7 +5,7 @@ namespace wgml::backend::webgpu {
 WebGpuBackend::WebGpuBackend(const GpuOptions& options)
     : gpu_(std::make_shared<GpuContext>(options)) {
   table_ = cpu_.kernels();
-  register_node_kernels(gpu_->engine(), cpu_.kernels(), table_);
+  register_node_kernels(*gpu_, cpu_.kernels(), table_);
 }
 
 void WebGpuBackend::attach(runtime::ExecContext& ctx) const {
@@ -13,10 +13,6 @@ void WebGpuBackend::attach(runtime::ExecContext& ctx) const {
 }
 
 void WebGpuBackend::end_run(runtime::ExecContext&) const { gpu_->recorder().submit(); }
-
-bool is_view_node(std::string_view op) {
-  return op == "Reshape" || op == "Squeeze" || op == "ExpandDims" || op == "Contiguous";
-}
 
 std::string_view spec_op_name(std::string_view node_name) {
   constexpr std::string_view suffix = "Node";

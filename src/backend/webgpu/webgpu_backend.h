@@ -1,8 +1,9 @@
 #pragma once
 // The WebGPU backend. A node runs on the GPU when kernels/specs/mlx/<Op>.json exists and plans
 // for its operands (dtypes in typeConstraints, the spec's `when`); otherwise the CPU reference
-// kernel runs it, reading device tensors back as it needs them. Reshape, Squeeze and ExpandDims
-// are views and need no kernel: their CPU kernels only relabel the shape of the same buffer.
+// kernel runs it, reading device tensors back as it needs them. Nodes whose spec says "view"
+// (Reshape, Squeeze, ExpandDims, Contiguous) need no kernel: their CPU kernels only relabel the
+// shape of the same buffer.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,12 +49,10 @@ class WebGpuBackend final : public runtime::Backend {
   mutable Placement placement_;
 };
 
-// Registers the GPU path for every node type with a spec in `engine`, the CPU kernel for the rest.
-void register_node_kernels(const spec::Engine& engine, const runtime::KernelTable& cpu, runtime::KernelTable& table);
-
-// Reshape, Squeeze, ExpandDims and Contiguous: a device tensor is always contiguous, so these only
-// relabel the shape of its buffer (their CPU reference kernels never read the data).
-bool is_view_node(std::string_view op);
+// Registers the GPU path for every node type with a spec or a decomposition in `gpu`, the CPU
+// kernel for the rest. Throws wgml::Error(InvalidFormat) where a spec or decomposition does not
+// fit the node's fields.
+void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cpu, runtime::KernelTable& table);
 
 // "AddNode" -> "Add": the spec name of a node type.
 std::string_view spec_op_name(std::string_view node_name);

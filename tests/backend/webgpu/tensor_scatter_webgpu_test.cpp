@@ -29,7 +29,7 @@ class TensorScatterOnGpu : public testing::WebGpuTest {
  protected:
   static void SetUpTestSuite() {
     engine_ = new spec::Engine(kKernels + "/wgsl");
-    specs_ = {{"ours", engine_->load(kKernels + "/specs/ai.onnx/TensorScatter.json")}, {"seed", engine_->load(kSeed)}};
+    specs_ = {{"ours", engine_->load(kKernels + "/specs/ai.onnx/TensorScatter.json").front()}, {"seed", engine_->load(kSeed).front()}};
   }
   static void TearDownTestSuite() {
     specs_.clear();

@@ -1,0 +1,78 @@
+"""Cases whose steps change shapes and positions across runs of one program (dynamic dims, value
+inputs), as a decode loop or a new sequence length does. The first two steps see every shape class
+(variant, broadcast pattern) the later steps use, so on WebGPU the later steps must reuse their
+pipelines: tests/backend/webgpu requires that they render no kernel and compile no pipeline, and
+every step still matches MLX. Case names start with `shape_classes_`."""
+import mlx.core as mx
+
+from data import Data
+from program import Case, iv
+
+PREFIX = "shape_classes_"
+
+
+def stepped(name, dynamic, steps, build):
+    """steps: one list of inputs (MLX arrays, or ints for value inputs) per run; inputs of
+    `dynamic` (input index: dims) have dynamic dims. build(c, refs) adds the nodes (expecting the
+    first step's output) and returns the function that gives a step's expected output."""
+    c = Case(PREFIX + name)
+    refs = [c.input(a, dynamic_dims=dynamic.get(k, ())) if not isinstance(a, int) else c.int_input(a)
+            for k, a in enumerate(steps[0])]
+    fn = build(c, refs)
+    for k, inputs in enumerate(steps):
+        if k == 0:
+            continue
+        c.add_step(inputs, [fn(*inputs)])
+    return c
+
+
+def simple(name, kind, dynamic, steps, fn, make_fields):
+    """One node of `kind` over the inputs; make_fields(refs, out) gives its fields."""
+    def build(c, refs):
+        c.node(kind, **make_fields(refs, c.output(fn(*steps[0]))))
+        return fn
+    return stepped(name, dynamic, steps, build)
+
+
+def cases():
+    d = Data("ShapeClasses")
+    # Rows of a bias-added activation: a new row count every step (row broadcast, vec4 rows).
+    add_rows = [[d.floats((n, 8)), d.floats((8,))] for n in (3, 4, 5, 7, 1, 9)]
+    # Element-wise over [n, w]: the vec4 variant (numel % 4 == 0) and the scalar one alternate.
+    exp_steps = [[d.floats(s)] for s in ((2, 4), (3, 3), (5, 4), (7, 3), (1, 8), (9, 5))]
+    where_steps = [[d.ints(s, mx.bool_), d.floats(s), d.floats((1, s[1]))] for s in ((2, 3), (4, 3), (5, 3), (7, 3), (6, 3))]
+    transpose_steps = [[d.floats(s)] for s in ((2, 3, 4), (3, 5, 2), (4, 2, 6), (1, 7, 3))]
+    # The valid part of a 16-row cache as it grows.
+    cache = d.floats((16, 4))
+    slice_steps = [[cache, p] for p in (3, 4, 5, 9, 16)]
+    # A KV-cache write: T new rows at position p of a [1, 2, 16, 4] cache.
+    kv = [(2, 0), (3, 2), (1, 5), (2, 6), (3, 8), (1, 11)]
+    kv_steps = [[d.floats((1, 2, 16, 4)), d.floats((1, 2, t, 4)), p, p + t] for t, p in kv]
+    concat_steps = [[d.floats((n, 4)), d.floats((m, 4))] for n, m in ((2, 3), (3, 1), (5, 2), (1, 6))]
+    pad_steps = [[d.floats(s)] for s in ((2, 5), (3, 2), (6, 4), (1, 1))]
+
+    def slice_update(dst, update, start, stop):
+        out = mx.array(dst)
+        out[:, :, start:stop, :] = update
+        return out
+
+    return {
+        "AddNode": [simple("add_rows", "AddNode", {0: [0]}, add_rows, lambda a, b: a + b,
+                           lambda r, out: {"a": r[0], "b": r[1], "out": out})],
+        "ExpNode": [simple("exp", "ExpNode", {0: [0, 1]}, exp_steps, mx.exp, lambda r, out: {"x": r[0], "out": out})],
+        "WhereNode": [simple("where", "WhereNode", {0: [0], 1: [0]}, where_steps, mx.where,
+                             lambda r, out: {"condition": r[0], "x": r[1], "y": r[2], "out": out})],
+        "TransposeNode": [simple("transpose", "TransposeNode", {0: [0, 1, 2]}, transpose_steps,
+                                 lambda x: mx.transpose(x, (2, 0, 1)), lambda r, out: {"x": r[0], "out": out, "perm": [2, 0, 1]})],
+        "SliceNode": [simple("slice_grow", "SliceNode", {}, slice_steps, lambda x, p: x[:p],
+                             lambda r, out: {"x": r[0], "out": out, "axis": iv(0), "start": iv(0), "stop": iv(r[1]), "step": 1})],
+        "SliceUpdateNode": [simple("kv_write", "SliceUpdateNode", {1: [2]}, kv_steps, slice_update,
+                                   lambda r, out: {"dst": r[0], "update": r[1], "out": out, "axis": iv(2),
+                                                   "start": iv(r[2]), "stop": iv(r[3]), "step": 1})],
+        "ConcatenateNode": [simple("concat_rows", "ConcatenateNode", {0: [0], 1: [0]}, concat_steps,
+                                   lambda a, b: mx.concatenate([a, b], 0),
+                                   lambda r, out: {"tensors": [r[0], r[1]], "out": out, "axis": 0})],
+        "PadNode": [simple("pad", "PadNode", {0: [0, 1]}, pad_steps, lambda x: mx.pad(x, [(1, 2), (0, 3)]),
+                           lambda r, out: {"x": r[0], "out": out, "pad_width": [iv(1), iv(2), iv(0), iv(3)],
+                                           "mode": "constant", "constant_value": 0.0})],
+    }
