@@ -5,6 +5,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/webgpu_backend.h"
+#include "frontend/load_model.h"
 #include "frontend/summary.h"
 #include "gpu/trace_writer.h"
 #include "runtime/executor.h"
@@ -50,7 +51,7 @@ struct Session::Impl {
 };
 
 Session::Session(const std::string& path, SessionOptions options) : impl_(std::make_unique<Impl>()) {
-  auto model = std::make_shared<frontend::Model>(
+  auto model = std::make_shared<ir::Model>(
       frontend::load_model(path, frontend::LoadOptions{options.constants_path}));
   const frontend::ModelSummary summary = frontend::summarize(*model);
   impl_->inputs = io_infos(summary.inputs);

@@ -15,7 +15,7 @@ constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
 
 }  // namespace
 
-NamedData read_safetensors(const io::ByteView& file, const std::string& path) {
+ir::NamedData read_safetensors(const io::ByteView& file, const std::string& path) {
   if (file.size < 8) fail(path, "expected an 8-byte header length, found a shorter file");
   const uint64_t header_size = io::read_u64_le(file.data);
   if (header_size > kMaxHeaderBytes || !file.contains(8, header_size))
@@ -29,7 +29,7 @@ NamedData read_safetensors(const io::ByteView& file, const std::string& path) {
   }
   if (!header.is_object()) fail(path, "byte 8: expected a JSON object header");
   const uint64_t data_begin = 8 + header_size;
-  NamedData out;
+  ir::NamedData out;
   for (const auto& [key, entry] : header.items()) {
     if (key == "__metadata__") continue;
     const auto& offsets = entry.is_object() ? entry.value("data_offsets", nlohmann::json())

@@ -3,10 +3,10 @@
 // Used to supply constants to a standalone MLX payload (.mlxg), keyed like a .pte's named data.
 #include <string>
 
-#include "frontend/named_data.h"
+#include "ir/named_data.h"
 
 namespace wgml::frontend {
 
-NamedData read_safetensors(const io::ByteView& file, const std::string& path);
+ir::NamedData read_safetensors(const io::ByteView& file, const std::string& path);
 
 }  // namespace wgml::frontend

@@ -12,7 +12,7 @@ std::string display_name(const std::string& name) {
   return slash == 4 ? name.substr(5) : name;
 }
 
-IoSummary io_summary(const Model& model, const ir::Slot& slot, const std::string& fallback) {
+IoSummary io_summary(const ir::Model& model, const ir::Slot& slot, const std::string& fallback) {
   IoSummary s;
   s.slot = slot.idx;
   s.kind = ir::slot_type_name(slot.type);
@@ -20,7 +20,7 @@ IoSummary io_summary(const Model& model, const ir::Slot& slot, const std::string
   // ONNX names are the user's own; only ExecuTorch adds a prefix.
   for (const ir::NamedSlot& n : model.program.named_slots)
     if (n.slot.idx == slot.idx && n.slot.type == slot.type)
-      s.name = model.format == ModelFormat::Onnx ? n.name : display_name(n.name);
+      s.name = model.format == ir::ModelFormat::Onnx ? n.name : display_name(n.name);
   if (slot.type == ir::SlotType::Tensor) {
     if (const ir::TensorMeta* m = model.program.meta(ir::Tid{slot.idx})) {
       s.dtype = dtype_name(m->dtype);
@@ -30,7 +30,7 @@ IoSummary io_summary(const Model& model, const ir::Slot& slot, const std::string
   return s;
 }
 
-std::vector<IoSummary> io_list(const Model& model, const std::vector<ir::Slot>& slots,
+std::vector<IoSummary> io_list(const ir::Model& model, const std::vector<ir::Slot>& slots,
                                const char* prefix) {
   std::vector<IoSummary> out;
   for (size_t i = 0; i < slots.size(); ++i)
@@ -38,11 +38,11 @@ std::vector<IoSummary> io_list(const Model& model, const std::vector<ir::Slot>& 
   return out;
 }
 
-const char* format_name(ModelFormat f) {
+const char* format_name(ir::ModelFormat f) {
   switch (f) {
-    case ModelFormat::Pte: return "pte";
-    case ModelFormat::Payload: return "mlx-payload";
-    case ModelFormat::Onnx: return "onnx";
+    case ir::ModelFormat::Pte: return "pte";
+    case ir::ModelFormat::Payload: return "mlx-payload";
+    case ir::ModelFormat::Onnx: return "onnx";
   }
   return "?";
 }
@@ -102,7 +102,7 @@ std::string format_shape(const std::vector<ir::Dim>& shape) {
   return out + "]";
 }
 
-ModelSummary summarize(const Model& model) {
+ModelSummary summarize(const ir::Model& model) {
   const ir::Program& p = model.program;
   ModelSummary s;
   s.path = model.path;

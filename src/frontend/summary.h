@@ -6,7 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "frontend/model.h"
+#include "ir/model.h"
 
 namespace wgml::frontend {
 
@@ -38,7 +38,7 @@ struct ModelSummary {
   std::map<std::string, size_t> source_op_histogram;    // Model::source_op_histogram
 };
 
-ModelSummary summarize(const Model& model);
+ModelSummary summarize(const ir::Model& model);
 nlohmann::json to_json(const ModelSummary& summary);
 std::string to_text(const ModelSummary& summary);
 std::string format_shape(const std::vector<ir::Dim>& shape);

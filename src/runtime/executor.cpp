@@ -48,7 +48,7 @@ void check_input_tensor(const Tensor& t, const ir::TensorMeta& meta, const std::
 
 }  // namespace
 
-Executor::Executor(std::shared_ptr<const frontend::Model> model, const Backend& backend)
+Executor::Executor(std::shared_ptr<const ir::Model> model, const Backend& backend)
     : model_(std::move(model)), backend_(backend), ctx_(model_->program) {
   backend_.attach(ctx_);
   bind_constants();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/model.h"
+#include "ir/model.h"
 #include "runtime/backend.h"
 #include "runtime/exec_context.h"
 
@@ -15,12 +15,12 @@ namespace wgml::runtime {
 
 class Executor {
  public:
-  Executor(std::shared_ptr<const frontend::Model> model, const Backend& backend);
+  Executor(std::shared_ptr<const ir::Model> model, const Backend& backend);
 
   // Positional inputs in input_map order; returns outputs in output_map order.
   std::vector<Value> run(const std::vector<Value>& inputs);
 
-  const frontend::Model& model() const { return *model_; }
+  const ir::Model& model() const { return *model_; }
 
   // Node types this executor runs itself, whatever the backend.
   static bool handles_natively(size_t union_id);
@@ -40,7 +40,7 @@ class Executor {
   void run_if(const ir::IfNode& node);
   std::string where(uint32_t chain, size_t index, const ir::Instruction& instruction) const;
 
-  std::shared_ptr<const frontend::Model> model_;
+  std::shared_ptr<const ir::Model> model_;
   const Backend& backend_;
   ExecContext ctx_;
 };

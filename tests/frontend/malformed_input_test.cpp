@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
-#include "frontend/model.h"
+#include "frontend/load_model.h"
 #include "frontend/pte/pte_file.h"
 #include "ir/payload.h"
 #include "runtime/executor.h"
@@ -70,7 +70,7 @@ class MalformedInput : public ::testing::Test {
 
 // ---- positive: the helper's tiny program ---------------------------------------------------
 
-void expect_tiny_model(const frontend::Model& m) {
+void expect_tiny_model(const ir::Model& m) {
   EXPECT_EQ(m.program.num_constant_tensors, 1u);
   EXPECT_EQ(m.program.chains.size(), 1u);
   ASSERT_EQ(m.constants.size(), 1u);
@@ -83,15 +83,15 @@ void expect_tiny_model(const frontend::Model& m) {
 }
 
 TEST_F(MalformedInput, TinyProgramLoadsAsPayloadAndBindsConstants) {
-  const frontend::Model m = frontend::load_model(payload_file(tiny_graph()));
-  EXPECT_EQ(m.format, frontend::ModelFormat::Payload);
+  const ir::Model m = frontend::load_model(payload_file(tiny_graph()));
+  EXPECT_EQ(m.format, ir::ModelFormat::Payload);
   expect_tiny_model(m);
 }
 
 TEST_F(MalformedInput, TinyProgramLoadsAsPteAndBindsConstants) {
   const std::string path = write_pte_model(dir_, "tiny", tiny_graph(), tiny_constants());
-  const frontend::Model m = frontend::load_model(path);
-  EXPECT_EQ(m.format, frontend::ModelFormat::Pte);
+  const ir::Model m = frontend::load_model(path);
+  EXPECT_EQ(m.format, ir::ModelFormat::Pte);
   expect_tiny_model(m);
   // The delegate blob in the container is byte-identical to the standalone payload.
   const Bytes file = read_file(path);
@@ -121,7 +121,7 @@ TEST_F(MalformedInput, PayloadAtAnOddAddressLoads) {
 
 // Constant bytes at an address unaligned for their dtype are copied before kernels read them.
 TEST_F(MalformedInput, ConstantsAtAnOddAddressAreReadCorrectly) {
-  auto model = std::make_shared<frontend::Model>(frontend::load_model(write_payload_model(dir_, "tiny", tiny_graph(), tiny_constants())));
+  auto model = std::make_shared<ir::Model>(frontend::load_model(write_payload_model(dir_, "tiny", tiny_graph(), tiny_constants())));
   std::vector<uint8_t> shifted(17);
   std::memcpy(shifted.data() + 1, model->constants[0].data, 16);
   model->constants[0] = io::own_bytes(std::move(shifted)).sub(1, 16);
@@ -138,7 +138,7 @@ TEST_F(MalformedInput, RichProgramLoadsInBothForms) {
   for (const std::string& path :
        {write_pte_model(dir_, "rich", rich_graph(), tiny_constants()),
         write_payload_model(dir_, "rich", rich_graph(), tiny_constants())}) {
-    const frontend::Model m = frontend::load_model(path);
+    const ir::Model m = frontend::load_model(path);
     EXPECT_EQ(m.program.chains.size(), 5u) << path;
     EXPECT_EQ(m.program.init_chain_idx, 1) << path;
     EXPECT_EQ(m.constants.size(), 1u) << path;

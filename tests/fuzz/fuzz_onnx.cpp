@@ -15,7 +15,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const wgml::io::ByteView file = wgml::io::own_bytes(std::vector<uint8_t>(data, data + size));
-    wgml::frontend::Model model = wgml::frontend::onnx::load_onnx_model("/nonexistent/fuzz.onnx", file);
+    wgml::ir::Model model = wgml::frontend::onnx::load_onnx_model("/nonexistent/fuzz.onnx", file);
     wgml::fuzz::exercise_model(model);
   } catch (const wgml::Error&) {
   }

@@ -13,9 +13,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    wgml::frontend::Model model;
+    wgml::ir::Model model;
     model.path = "fuzz.mlxg";
-    model.format = wgml::frontend::ModelFormat::Payload;
+    model.format = wgml::ir::ModelFormat::Payload;
     model.program =
         wgml::ir::read_payload(wgml::io::own_bytes(std::vector<uint8_t>(data, data + size)),
                                model.path);

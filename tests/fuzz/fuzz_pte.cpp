@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const wgml::io::ByteView file = wgml::io::own_bytes(std::vector<uint8_t>(data, data + size));
     wgml::frontend::PteContents pte = wgml::frontend::read_pte(file, "fuzz.pte");
-    wgml::frontend::Model model;
+    wgml::ir::Model model;
     model.path = "fuzz.pte";
     model.program = wgml::ir::read_payload(pte.payload, pte.payload_name);
     model.named_data = std::move(pte.named_data);

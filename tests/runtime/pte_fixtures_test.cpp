@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/elements.h"
+#include "frontend/load_model.h"
 #include "frontend/summary.h"
 #include "gpu/gpu_error.h"
 #include "io/npy.h"

@@ -170,9 +170,9 @@ void expect_output(const wgml::Value& got, const json& want_json, const json& c,
 
 std::vector<std::vector<Value>> run_mlx_case(const json& c, const runtime::Backend& backend) {
   const std::string name = c["name"];
-  auto model = std::make_shared<wgml::frontend::Model>();
+  auto model = std::make_shared<wgml::ir::Model>();
   model->path = name;
-  model->format = wgml::frontend::ModelFormat::Payload;
+  model->format = wgml::ir::ModelFormat::Payload;
   const bool expect_error = c.contains("error");
   std::vector<std::vector<Value>> results;
   try {

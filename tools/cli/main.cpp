@@ -8,6 +8,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/gpu_context.h"
 #include "backend/webgpu/webgpu_backend.h"
+#include "frontend/load_model.h"
 #include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"
 #include "gpu/gpu_error.h"

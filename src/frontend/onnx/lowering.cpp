@@ -396,7 +396,7 @@ void Lowering::add_output(const std::string& name, const Value& v, std::vector<i
   outputs_.emplace_back(unique_name(name), out);
 }
 
-ir::Program Lowering::finish(NamedData& named) {
+ir::Program Lowering::finish(ir::NamedData& named) {
   // Final Tid order: constants, inputs, outputs, temps (ExecuTorch's order, which Program uses).
   std::vector<uint32_t> final_tid(slot_classes_.size());
   uint32_t next = 0;
@@ -566,7 +566,7 @@ ir::Tid NodeLowering::convert(ir::Tid x, DType to) {
   }
   // float64 has no ExecuTorch scalar type: ONNX's Cast keeps it.
   ir::OnnxOp op{"ai.onnx", "Cast", 21, node.name(), {x}, {out}, {}};
-  op.attributes.push_back({"to", static_cast<int64_t>(onnx_elem_type(to))});
+  op.attributes.push_back({"to", static_cast<int64_t>(ir::onnx_elem_type(to))});
   g.emit(std::move(op));
   return out;
 }

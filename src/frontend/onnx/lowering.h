@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/named_data.h"
-#include "frontend/onnx/onnx_types.h"
+#include "ir/named_data.h"
+#include "ir/onnx_dtypes.h"
 #include "ir/program.h"
 #include "onnx-ml.pb.h"
 #include "wgml/error.h"
@@ -122,7 +122,7 @@ class Lowering {
   // Builds the program: Tids renumbered by class, outputs copied into output slots.
   void add_output(const std::string& name, const Value& v, std::vector<ir::Dim> declared);
   // Constants' bytes go to `named`, by the names of their named slots.
-  ir::Program finish(NamedData& named);
+  ir::Program finish(ir::NamedData& named);
 
   // Unique name for a synthesized constant or node.
   std::string unique_name(const std::string& hint);
@@ -245,7 +245,7 @@ std::string versioned_label(const pb::NodeProto& n, int64_t opset);
 // Lowers a graph's nodes into the current chain (used for the main graph and for subgraphs).
 void lower_nodes(Lowering& g, const pb::GraphProto& graph, std::vector<Unsupported>& unsupported);
 
-// dtype helpers shared by the rules (see also onnx_types.h).
+// dtype helpers shared by the rules (see also ir/onnx_dtypes.h).
 std::string onnx_type_name(int32_t elem_type);
 // The ExecuTorch ScalarType code AsType/Full/ARange nodes take; none for dtypes MLX lacks (float64).
 std::optional<int8_t> scalar_type(DType t);

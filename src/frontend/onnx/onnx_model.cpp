@@ -150,7 +150,7 @@ void define_inputs(Lowering& g, const pb::GraphProto& graph, std::vector<Unsuppo
       continue;
     }
     const auto& tt = in.type().tensor_type();
-    const auto dtype = dtype_from_onnx(tt.elem_type());
+    const auto dtype = ir::dtype_from_onnx(tt.elem_type());
     if (!dtype) {
       unsupported.push_back({where + ": element type " + onnx_type_name(tt.elem_type())});
       g.poisoned.insert(in.name());
@@ -206,7 +206,7 @@ std::map<std::string, int64_t> read_opsets(const pb::ModelProto& m, const std::s
   return opsets;
 }
 
-void describe(Model& model, const pb::ModelProto& m, const pb::GraphProto& graph) {
+void describe(ir::Model& model, const pb::ModelProto& m, const pb::GraphProto& graph) {
   model.source_info["ir_version"] = std::to_string(m.ir_version());
   if (!m.producer_name().empty())
     model.source_info["producer"] = m.producer_name() + " " + m.producer_version();
@@ -245,7 +245,7 @@ bool has_onnx_extension(const std::string& path) {
   return std::filesystem::path(path).extension() == ".onnx";
 }
 
-Model load_onnx_model(const std::string& path, const io::ByteView& file) {
+ir::Model load_onnx_model(const std::string& path, const io::ByteView& file) {
   auto proto = std::make_shared<pb::ModelProto>();
   if (file.size > INT_MAX)
     throw Error(ErrorCode::Unsupported,
@@ -257,9 +257,9 @@ Model load_onnx_model(const std::string& path, const io::ByteView& file) {
     throw Error(ErrorCode::InvalidFormat, path + ": expected a ModelProto with a graph, found none");
   const pb::GraphProto& graph = proto->graph();
 
-  Model model;
+  ir::Model model;
   model.path = path;
-  model.format = ModelFormat::Onnx;
+  model.format = ir::ModelFormat::Onnx;
   describe(model, *proto, graph);
 
   Lowering g(path);
@@ -279,7 +279,7 @@ Model load_onnx_model(const std::string& path, const io::ByteView& file) {
   define_outputs(g, graph);
   model.program = g.finish(model.named_data);
   ir::validate_program(model.program, path);
-  model.constants = bind_constants(model.program, model.named_data, path);
+  model.constants = ir::bind_constants(model.program, model.named_data, path);
   return model;
 }
 

@@ -3,8 +3,8 @@
 // format of the ONNX backend tests' inputs and outputs. No protobuf type leaks out of here.
 #include <string>
 
-#include "frontend/model.h"
 #include "io/bytes.h"
+#include "ir/model.h"
 #include "wgml/tensor.h"
 
 namespace wgml::frontend::onnx {
@@ -16,7 +16,7 @@ bool has_onnx_extension(const std::string& path);
 
 // Parses, lowers and validates; every unsupported (op, opset, dtype) is listed in one error.
 // Throws wgml::Error naming the file, the node and its op type.
-Model load_onnx_model(const std::string& path, const io::ByteView& file);
+ir::Model load_onnx_model(const std::string& path, const io::ByteView& file);
 
 // A serialized TensorProto (.pb). Throws wgml::Error.
 Tensor read_tensor_file(const std::string& path);

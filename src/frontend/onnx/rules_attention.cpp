@@ -151,7 +151,7 @@ void attention(NodeLowering& n) {
     const Tid with_bias = bias ? n.binary<AddNode>(qk, *bias) : qk;
     DType softmax_type = t;
     if (const pb::AttributeProto* p = n.attr("softmax_precision")) {
-      const auto st = dtype_from_onnx(static_cast<int32_t>(p->i()));
+      const auto st = ir::dtype_from_onnx(static_cast<int32_t>(p->i()));
       if (!st) n.unsupported("softmax_precision " + onnx_type_name(static_cast<int32_t>(p->i())));
       softmax_type = *st;
     }
@@ -192,7 +192,7 @@ void flex_attention(NodeLowering& n) {
   }
   DType compute = dtype_size(t) < 4 ? DType::Float32 : t;
   if (const pb::AttributeProto* p = n.attr("softmax_precision")) {
-    const auto st = dtype_from_onnx(static_cast<int32_t>(p->i()));
+    const auto st = ir::dtype_from_onnx(static_cast<int32_t>(p->i()));
     if (!st) n.unsupported("softmax_precision " + onnx_type_name(static_cast<int32_t>(p->i())));
     compute = *st;
   }

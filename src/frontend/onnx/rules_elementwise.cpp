@@ -363,7 +363,7 @@ void round(NodeLowering& n) {
 // ---- casts ----
 
 DType cast_target(NodeLowering& n, int32_t elem_type) {
-  const auto t = dtype_from_onnx(elem_type);
+  const auto t = ir::dtype_from_onnx(elem_type);
   if (!t) n.unsupported("cast to " + onnx_type_name(elem_type));
   return *t;
 }

@@ -86,7 +86,7 @@ void causal_conv_with_state(NodeLowering& n) {
 void window(NodeLowering& n) {
   const std::string op = n.node.op_type();
   const pb::AttributeProto* dt = n.attr("output_datatype");
-  const auto out = dt ? dtype_from_onnx(static_cast<int32_t>(dt->i())) : std::optional<DType>(DType::Float32);
+  const auto out = dt ? ir::dtype_from_onnx(static_cast<int32_t>(dt->i())) : std::optional<DType>(DType::Float32);
   if (!out) n.unsupported("output_datatype " + onnx_type_name(static_cast<int32_t>(dt->i())));
   const DType f = DType::Float64;
   const IntOrVid size = n.g.int_elements(n.in(0), n.where() + " input 0 (size)")[0];
@@ -120,7 +120,7 @@ void bit_cast(NodeLowering& n) {
   const Value& x = n.in(0);
   const pb::AttributeProto* to = n.attr("to");
   if (!to) n.fail("attribute 'to'");
-  const auto t = dtype_from_onnx(static_cast<int32_t>(to->i()));
+  const auto t = ir::dtype_from_onnx(static_cast<int32_t>(to->i()));
   if (!t) n.unsupported("bit cast to " + onnx_type_name(static_cast<int32_t>(to->i())));
   if (dtype_size(*t) != dtype_size(x.dtype)) n.fail("a type of the input's bit width");
   keep(n, {*t}, {x.dims});
@@ -155,7 +155,7 @@ void tfidf_vectorizer(NodeLowering& n) {
 
 void mel_weight_matrix(NodeLowering& n) {
   const int32_t code = static_cast<int32_t>(n.attr_int("output_datatype", 1));
-  const auto dtype = dtype_from_onnx(code);
+  const auto dtype = ir::dtype_from_onnx(code);
   if (!dtype) n.unsupported("output_datatype " + onnx_type_name(code));
   keep_with_rank(n, *dtype, 2);
 }

@@ -56,7 +56,7 @@ Tid requantize(NodeLowering& n, Tid value, DType float_type, std::optional<Tid> 
 DType attr_dtype(NodeLowering& n, const char* name, DType fallback) {
   const pb::AttributeProto* a = n.attr(name);
   if (!a || a->i() == 0) return fallback;
-  const auto t = dtype_from_onnx(static_cast<int32_t>(a->i()));
+  const auto t = ir::dtype_from_onnx(static_cast<int32_t>(a->i()));
   if (!t) n.unsupported(std::string(name) + " " + onnx_type_name(static_cast<int32_t>(a->i())));
   return *t;
 }

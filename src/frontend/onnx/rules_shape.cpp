@@ -578,7 +578,7 @@ void eye_like(NodeLowering& n) {
   if (x.rank() != 2 || !x.dims_known() || !folded_size_ok(x.dims))
     n.unsupported("EyeLike of an input whose shape is known only at run time or is huge");
   const pb::AttributeProto* dt = n.attr("dtype");
-  const auto dtype = dt ? dtype_from_onnx(static_cast<int32_t>(dt->i())) : std::optional<DType>(x.dtype);
+  const auto dtype = dt ? ir::dtype_from_onnx(static_cast<int32_t>(dt->i())) : std::optional<DType>(x.dtype);
   if (!dtype) n.unsupported("dtype " + onnx_type_name(static_cast<int32_t>(dt->i())));
   const int64_t k = n.attr_int("k", 0);
   Tensor t(*dtype, x.dims);

@@ -111,7 +111,7 @@ Tensor from_half_bits(DType dtype, Shape shape, const pb::TensorProto& t, const 
 }  // namespace
 
 Tensor tensor_from_proto(const pb::TensorProto& t, const TensorSource& s, const std::string& where) {
-  const auto dtype = dtype_from_onnx(t.data_type());
+  const auto dtype = ir::dtype_from_onnx(t.data_type());
   if (!dtype)
     throw Error(ErrorCode::Unsupported,
                 s.path + ": " + where + ": element type " + onnx_type_name(t.data_type()));

@@ -68,9 +68,9 @@ io::ByteView segment_bytes(const et::Program& program, uint32_t index, const Ext
   return file.sub(begin, seg->size());
 }
 
-NamedData read_named_data(const et::Program& program, const ExtendedHeader& h,
+ir::NamedData read_named_data(const et::Program& program, const ExtendedHeader& h,
                           const io::ByteView& file, const std::string& path) {
-  NamedData out;
+  ir::NamedData out;
   const auto* named = program.named_data();
   if (!named) return out;
   for (uint32_t i = 0; i < named->size(); ++i) {

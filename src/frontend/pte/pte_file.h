@@ -4,7 +4,7 @@
 // MLXBackend delegate's processed bytes and the program's named data; see docs/pte-format.md.
 #include <string>
 
-#include "frontend/named_data.h"
+#include "ir/named_data.h"
 #include "io/bytes.h"
 
 namespace wgml::frontend {
@@ -14,7 +14,7 @@ inline constexpr const char* kMlxBackendId = "MLXBackend";
 struct PteContents {
   io::ByteView payload;      // the MLXBackend delegate's processed data (an MLX0 payload)
   std::string payload_name;  // "<path>: plan 'forward', delegate 0 (MLXBackend)"
-  NamedData named_data;
+  ir::NamedData named_data;
 };
 
 bool looks_like_pte(const io::ByteView& file);

@@ -4,7 +4,7 @@
 
 #include "backend/webgpu/gpu_tensor.h"
 #include "core/device_data.h"
-#include "frontend/model.h"
+#include "frontend/load_model.h"
 #include "io/npy.h"
 #include "runtime/executor.h"
 #include "webgpu_test_support.h"
@@ -23,7 +23,7 @@ class WebGpuBackendTest : public testing::WebGpuTest {
 };
 
 TEST_F(WebGpuBackendTest, PlansAreMadeOnceAndReusedAcrossRuns) {
-  auto model = std::make_shared<frontend::Model>(frontend::load_model(kFixture + "model.pte"));
+  auto model = std::make_shared<ir::Model>(frontend::load_model(kFixture + "model.pte"));
   runtime::Executor executor(model, backend());
   const std::vector<Value> first = executor.run(inputs());
   const size_t planned = gpu()->cached_plans();
@@ -35,7 +35,7 @@ TEST_F(WebGpuBackendTest, PlansAreMadeOnceAndReusedAcrossRuns) {
 }
 
 TEST_F(WebGpuBackendTest, OutputsStayOnTheGpuUntilRead) {
-  auto model = std::make_shared<frontend::Model>(frontend::load_model(kFixture + "model.pte"));
+  auto model = std::make_shared<ir::Model>(frontend::load_model(kFixture + "model.pte"));
   runtime::Executor executor(model, backend());
   const std::vector<Value> outputs = executor.run(inputs());
   for (const Value& v : outputs) {

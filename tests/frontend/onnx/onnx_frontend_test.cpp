@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "frontend/model.h"
+#include "frontend/load_model.h"
 #include "frontend/onnx/onnx_builder.h"
 #include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"

@@ -9,7 +9,7 @@
 #include "backend/cpu/onnx/tensor_scatter.h"
 #include "core/elements.h"
 #include "core/layout.h"
-#include "frontend/onnx/onnx_types.h"
+#include "ir/onnx_dtypes.h"
 
 namespace wgml::backend::cpu::onnx_ops {
 namespace {
@@ -65,7 +65,7 @@ void mod(OpView& v) {
 }
 
 void cast_op(OpView& v) {
-  const auto to = frontend::onnx::dtype_from_onnx(static_cast<int32_t>(v.attr_int("to", 0)));
+  const auto to = ir::dtype_from_onnx(static_cast<int32_t>(v.attr_int("to", 0)));
   if (!to) fail("Cast: unsupported target element type " + std::to_string(v.attr_int("to", 0)));
   v.output(0, cast(v.required(0), *to));
 }

@@ -8,7 +8,7 @@
 #include "backend/cpu/onnx/onnx_op.h"
 #include "core/elements.h"
 #include "core/layout.h"
-#include "frontend/onnx/onnx_types.h"
+#include "ir/onnx_dtypes.h"
 
 namespace wgml::backend::cpu::onnx_ops {
 namespace {
@@ -84,7 +84,7 @@ void linear_attention(OpView& v) {
 
 void bit_cast(OpView& v) {
   const Tensor& x = v.required(0);
-  const auto to = frontend::onnx::dtype_from_onnx(static_cast<int32_t>(v.attr_int("to", 0)));
+  const auto to = ir::dtype_from_onnx(static_cast<int32_t>(v.attr_int("to", 0)));
   if (!to || dtype_size(*to) != dtype_size(x.dtype())) fail("BitCast: the target type must have the input's width");
   v.output(0, Tensor::from_bytes(*to, x.shape(), x.data()));
 }

@@ -7,7 +7,7 @@
 #include "backend/cpu/onnx/onnx_op.h"
 #include "core/elements.h"
 #include "core/layout.h"
-#include "frontend/onnx/onnx_types.h"
+#include "ir/onnx_dtypes.h"
 
 namespace wgml::backend::cpu::onnx_ops {
 namespace {
@@ -161,7 +161,7 @@ void mel_weight_matrix(OpView& v) {
     for (int64_t j = center; j < right; ++j)
       w[j * mel_bins + i] = static_cast<double>(right - j) / static_cast<double>(right - center);
   }
-  const auto dtype = frontend::onnx::dtype_from_onnx(static_cast<int32_t>(v.attr_int("output_datatype", 1)));
+  const auto dtype = ir::dtype_from_onnx(static_cast<int32_t>(v.attr_int("output_datatype", 1)));
   if (!dtype) fail("MelWeightMatrix: unsupported output_datatype");
   Tensor out(*dtype, {bins, mel_bins});
   for (size_t i = 0; i < w.size(); ++i) store_double(*dtype, out.mutable_data(), static_cast<int64_t>(i), w[i]);

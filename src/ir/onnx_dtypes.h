@@ -6,10 +6,10 @@
 
 #include "wgml/dtype.h"
 
-namespace wgml::frontend::onnx {
+namespace wgml::ir {
 
 // None for element types wgml has no dtype for (strings, uint16/uint64, 8-, 4- and 2-bit types).
 std::optional<DType> dtype_from_onnx(int32_t elem_type);
 int32_t onnx_elem_type(DType t);
 
-}  // namespace wgml::frontend::onnx
+}  // namespace wgml::ir

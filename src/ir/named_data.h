@@ -6,8 +6,8 @@
 
 #include "io/bytes.h"
 
-namespace wgml::frontend {
+namespace wgml::ir {
 
 using NamedData = std::map<std::string, io::ByteView, std::less<>>;
 
-}  // namespace wgml::frontend
+}  // namespace wgml::ir

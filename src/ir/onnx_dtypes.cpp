@@ -1,9 +1,9 @@
-#include "frontend/onnx/onnx_types.h"
+#include "ir/onnx_dtypes.h"
 
 #include <array>
 #include <utility>
 
-namespace wgml::frontend::onnx {
+namespace wgml::ir {
 namespace {
 
 // onnx-ml.proto, TensorProto.DataType.
@@ -35,4 +35,4 @@ int32_t onnx_elem_type(DType t) {
   return 0;
 }
 
-}  // namespace wgml::frontend::onnx
+}  // namespace wgml::ir

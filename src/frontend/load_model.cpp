@@ -1,0 +1,51 @@
+#include "frontend/load_model.h"
+
+#include <filesystem>
+
+#include "frontend/onnx/onnx_model.h"
+#include "frontend/pte/pte_file.h"
+#include "frontend/safetensors.h"
+#include "ir/payload.h"
+#include "wgml/error.h"
+
+namespace wgml::frontend {
+namespace {
+
+ir::NamedData payload_constants(const std::string& path, const LoadOptions& options,
+                                const ir::Program& program) {
+  std::string constants = options.constants_path;
+  if (constants.empty()) {
+    constants = std::filesystem::path(path).replace_extension(".safetensors").string();
+    if (program.num_constant_tensors == 0 && !std::filesystem::exists(constants)) return {};
+  }
+  return read_safetensors(io::map_file(constants), constants);
+}
+
+}  // namespace
+
+ir::Model load_model(const std::string& path, const LoadOptions& options) {
+  ir::Model model;
+  model.path = path;
+  const io::ByteView file = io::map_file(path);
+  if (file.size == 0) throw Error(ErrorCode::InvalidFormat, path + ": byte 0: expected an ExecuTorch program or an MLX delegate payload, found an empty file");
+  // Protobuf has no magic bytes: ONNX models are recognised by their extension.
+  if (onnx::has_onnx_extension(path)) return onnx::load_onnx_model(path, file);
+  if (ir::looks_like_payload(file)) {
+    model.format = ir::ModelFormat::Payload;
+    model.program = ir::read_payload(file, path);
+    model.named_data = payload_constants(path, options, model.program);
+  } else if (looks_like_pte(file)) {
+    model.format = ir::ModelFormat::Pte;
+    PteContents pte = read_pte(file, path);
+    model.program = ir::read_payload(pte.payload, pte.payload_name);
+    model.named_data = std::move(pte.named_data);
+  } else {
+    throw Error(ErrorCode::InvalidFormat,
+                path + ": byte 0: expected an ExecuTorch program (\"ET..\" at byte 4), an MLX "
+                       "delegate payload (\"MLX0\" at byte 4) or an ONNX model (a .onnx file)");
+  }
+  model.constants = ir::bind_constants(model.program, model.named_data, path);
+  return model;
+}
+
+}  // namespace wgml::frontend
