@@ -42,7 +42,7 @@ struct OpCase {
   std::string label;
   std::string op;  // mlx spec name
   std::map<std::string, Tensor> inputs;
-  std::map<std::string, spec::Value> attributes;
+  std::map<std::string, kernel::Value> attributes;
   double bytes = 0;  // compulsory traffic of one run
   // Element k of the expected output, from the inputs on the CPU.
   std::function<double(int64_t)> expected;
@@ -120,13 +120,13 @@ std::vector<OpCase> op_cases(const Options& o) {
   cases.push_back({"Exp f32 [n]", "Exp", {{"x", a}}, {}, 8.0 * n, [=](int64_t k) { return std::exp(at(a, k)); }});
   cases.push_back({"Multiply f16 [n] * [n]", "Multiply", {{"a", h}, {"b", g}}, {}, 6.0 * n,
                    [=](int64_t k) { return at(h, k) * at(g, k); }});
-  cases.push_back({"Transpose f32 [s, s]", "Transpose", {{"x", square}}, {{"perm", spec::Value::int_list({1, 0})}},
+  cases.push_back({"Transpose f32 [s, s]", "Transpose", {{"x", square}}, {{"perm", kernel::Value::int_list({1, 0})}},
                    8.0 * side * side, [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
   return cases;
 }
 
-spec::KernelPlan plan_for(GpuContext& gpu, const OpCase& c) {
-  spec::KernelRequest r;
+kernel::KernelPlan plan_for(GpuContext& gpu, const OpCase& c) {
+  kernel::KernelRequest r;
   for (const auto& [name, t] : c.inputs) r.inputs[name] = {t.dtype(), t.shape()};
   r.attributes = c.attributes;
   return gpu.engine().plan(*gpu.engine().find("mlx", c.op), r, gpu.caps(), gpu.tunables());
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(o.mib), roofline / 1e9);
     nlohmann::json results = {{"adapter", gpu->device().adapter().summary()}, {"copy_gbps", roofline / 1e9}};
     for (const OpCase& c : op_cases(o)) {
-      const spec::KernelPlan plan = plan_for(*gpu, c);
+      const kernel::KernelPlan plan = plan_for(*gpu, c);
       const auto placed = backend::webgpu::place_inputs(gpu, plan, c.inputs);
       const double error = check(c, backend::webgpu::run_plan(gpu, plan, placed).at("out"));
       if (error > 2e-3) throw Error(ErrorCode::Runtime, c.label + ": result differs from the CPU by " + std::to_string(error));

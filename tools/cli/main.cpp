@@ -160,15 +160,15 @@ int run(const RunArgs& args) {
 int list_ops(bool json) {
   const wgml::backend::cpu::CpuBackend cpu;
   const std::string kernels = wgml::backend::webgpu::default_kernels_dir();
-  wgml::spec::Engine engine(kernels + "/wgsl");
+  wgml::kernel::Engine engine(kernels + "/wgsl");
   engine.load_directory(kernels + "/specs");
-  const auto decompositions = wgml::spec::load_decomposition_directory(kernels + "/decompositions");
+  const auto decompositions = wgml::kernel::load_decomposition_directory(kernels + "/decompositions");
   nlohmann::json ops = nlohmann::json::array();
   for (size_t id = 1; id < wgml::ir::kNodeNames.size(); ++id) {
     const bool native = wgml::runtime::Executor::handles_natively(id);
     const bool on_cpu = cpu.kernels().find(id) || native;
     const std::string op(wgml::backend::webgpu::spec_op_name(wgml::ir::kNodeNames[id]));
-    const wgml::spec::KernelSpec* spec = engine.find("mlx", op);
+    const wgml::kernel::KernelSpec* spec = engine.find("mlx", op);
     const char* webgpu = spec && spec->view                   ? "view"
                          : spec                                ? "kernel"
                          : native                              ? "executor"

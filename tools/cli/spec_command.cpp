@@ -7,7 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "spec/engine.h"
+#include "kernel/engine.h"
 #include "wgml/error.h"
 
 namespace wgml::cli {
@@ -41,19 +41,19 @@ Shape parse_shape(const std::string& setting, const std::string& text) {
 }
 
 // A JSON number, bool, string or list; anything else is taken as a plain string (mode=circular).
-spec::Value parse_attribute(const std::string& text) {
+kernel::Value parse_attribute(const std::string& text) {
   const auto json = nlohmann::json::parse(text, nullptr, false);
-  if (json.is_discarded()) return spec::Value(text);
-  const std::function<spec::Value(const nlohmann::json&)> convert = [&](const nlohmann::json& j) -> spec::Value {
-    if (j.is_boolean()) return spec::Value(j.get<bool>());
-    if (j.is_number_integer()) return spec::Value(j.get<int64_t>());
-    if (j.is_number()) return spec::Value(j.get<double>());
+  if (json.is_discarded()) return kernel::Value(text);
+  const std::function<kernel::Value(const nlohmann::json&)> convert = [&](const nlohmann::json& j) -> kernel::Value {
+    if (j.is_boolean()) return kernel::Value(j.get<bool>());
+    if (j.is_number_integer()) return kernel::Value(j.get<int64_t>());
+    if (j.is_number()) return kernel::Value(j.get<double>());
     if (j.is_array()) {
-      spec::List items;
+      kernel::List items;
       for (const auto& item : j) items.push_back(convert(item));
-      return spec::Value(std::move(items));
+      return kernel::Value(std::move(items));
     }
-    return spec::Value(j.is_string() ? j.get<std::string>() : text);
+    return kernel::Value(j.is_string() ? j.get<std::string>() : text);
   };
   return convert(json);
 }
@@ -69,7 +69,7 @@ std::string hex(const std::vector<uint8_t>& bytes) {
   return text;
 }
 
-void print_tensor_spec(const spec::TensorSpec& t) {
+void print_tensor_spec(const kernel::TensorSpec& t) {
   std::cout << "  " << t.name;
   if (t.onnx != t.name) std::cout << " (onnx " << t.onnx << ")";
   std::cout << ": " << t.dtype;
@@ -82,7 +82,7 @@ void print_tensor_spec(const spec::TensorSpec& t) {
   std::cout << "\n";
 }
 
-void print_pass_spec(const spec::PassSpec& p) {
+void print_pass_spec(const kernel::PassSpec& p) {
   std::cout << "    pass " << p.id << " (" << p.name << "): " << p.shader << "\n      bindings:";
   for (const auto& b : p.bindings) {
     std::cout << " " << b.name;
@@ -125,7 +125,7 @@ SpecCommands::SpecCommands(CLI::App& app) {
 int SpecCommands::run() const { return *check_ ? check() : render(); }
 
 // The specs of the file, or the one --op names.
-std::vector<std::shared_ptr<const spec::KernelSpec>> SpecCommands::load(spec::Engine& engine) const {
+std::vector<std::shared_ptr<const kernel::KernelSpec>> SpecCommands::load(kernel::Engine& engine) const {
   auto specs = engine.load(file_);
   if (op_.empty()) return specs;
   for (const auto& s : specs)
@@ -136,14 +136,14 @@ std::vector<std::shared_ptr<const spec::KernelSpec>> SpecCommands::load(spec::En
 }
 
 int SpecCommands::check() const {
-  spec::Engine engine(templates_);
+  kernel::Engine engine(templates_);
   for (const auto& s : load(engine)) print_spec(*s);
   std::cout << "ok: the spec and its templates are valid\n";
   return 0;
 }
 
-void SpecCommands::print_spec(const spec::KernelSpec& spec) const {
-  const spec::KernelSpec* s = &spec;
+void SpecCommands::print_spec(const kernel::KernelSpec& spec) const {
+  const kernel::KernelSpec* s = &spec;
   if (s->view) {
     std::cout << s->qualified_name() << ": a view (no kernel)\n";
     return;
@@ -154,14 +154,14 @@ void SpecCommands::print_spec(const spec::KernelSpec& spec) const {
   for (const auto& t : s->outputs) print_tensor_spec(t);
   for (const auto& a : s->attributes)
     std::cout << "attribute " << a.name << (a.default_value ? " = " + a.default_value->repr() : " (required)")
-              << (a.allowed ? " in " + spec::Value(*a.allowed).repr() : "") << "\n";
+              << (a.allowed ? " in " + kernel::Value(*a.allowed).repr() : "") << "\n";
   for (const auto& [var, types] : s->type_constraints) {
     std::cout << "type " << var << ":";
     for (DType t : types) std::cout << " " << dtype_name(t);
     std::cout << "\n";
   }
   for (const auto& t : s->tunables) std::cout << "tunable " << t.name << " = " << t.default_value << "\n";
-  std::vector<const spec::VariantSpec*> order;
+  std::vector<const kernel::VariantSpec*> order;
   for (const auto& v : s->variants) order.push_back(&v);
   std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->priority > b->priority; });
   std::cout << "variants (tried in this order):\n";
@@ -174,7 +174,7 @@ void SpecCommands::print_spec(const spec::KernelSpec& spec) const {
 }
 
 int SpecCommands::render() const {
-  spec::Engine engine(templates_);
+  kernel::Engine engine(templates_);
   const auto specs = load(engine);
   if (specs.size() != 1) bad_argument("--op", op_, "the op to render: " + file_ + " is a family of " + std::to_string(specs.size()));
   const auto& s = specs.front();
@@ -185,10 +185,10 @@ int SpecCommands::render() const {
     if (!dtype) bad_argument("--dtypes", setting, "NAME=DTYPE with a dtype such as float32");
     dtypes[name] = *dtype;
   }
-  spec::KernelRequest request;
+  kernel::KernelRequest request;
   for (const auto& setting : shapes_) {
     const auto [name, value] = split_setting("--shapes", setting);
-    const spec::TensorSpec* t = s->input(name);
+    const kernel::TensorSpec* t = s->input(name);
     if (!t) bad_argument("--shapes", setting, "the name of an input of " + s->name);
     const auto dtype = dtypes.count(name) ? dtypes.at(name) : dtypes.count(t->dtype) ? dtypes.at(t->dtype) : dtype_from_name(t->dtype);
     if (!dtype) bad_argument("--shapes", setting, "a dtype for it: --dtypes " + t->dtype + "=DTYPE or " + name + "=DTYPE");
@@ -199,18 +199,18 @@ int SpecCommands::render() const {
     request.attributes[name] = parse_attribute(value);
   }
   for (const auto& setting : aliases_) request.may_alias.push_back(split_setting("--alias", setting));
-  spec::TunableOverrides tunables;
+  kernel::TunableOverrides tunables;
   if (!tunables_file_.empty()) tunables.load_adapter_file(tunables_file_);
   for (const auto& setting : tunables_) tunables.add_run_override(setting);
-  spec::DeviceCaps device;
+  kernel::DeviceCaps device;
   device.shader_f16 = !no_f16_;
   device.max_workgroups_per_dimension = max_workgroups_;
 
-  const spec::KernelPlan plan = engine.plan(*s, request, device, tunables);
+  const kernel::KernelPlan plan = engine.plan(*s, request, device, tunables);
   std::cout << "op: " << plan.op << "\nvariant: " << plan.variant << "\ntensors:\n";
   for (const auto& t : plan.tensors) {
-    std::cout << "  " << t.name << ": " << (t.is_output ? "output " : "input ") << dtype_name(t.dtype) << " " << spec::Value::int_list(t.shape).to_text()
-              << ", stored as " << t.storage.scalar << " (" << spec::storage_kind_name(t.storage.kind) << "), " << t.gpu_bytes << " bytes";
+    std::cout << "  " << t.name << ": " << (t.is_output ? "output " : "input ") << dtype_name(t.dtype) << " " << kernel::Value::int_list(t.shape).to_text()
+              << ", stored as " << t.storage.scalar << " (" << kernel::storage_kind_name(t.storage.kind) << "), " << t.gpu_bytes << " bytes";
     if (t.value_range) std::cout << ", valueRange [" << t.value_range->min << ", " << t.value_range->max << "]";
     if (!t.alias_of.empty()) std::cout << ", shares the buffer of " << t.alias_of;
     std::cout << "\n";
@@ -221,7 +221,7 @@ int SpecCommands::render() const {
     for (const auto& [name, value] : p.derived) std::cout << " " << name << "=" << value.repr();
     std::cout << "\n  bindings:\n";
     for (const auto& b : p.bindings)
-      std::cout << "    @binding(" << b.index << ") " << b.name << ": " << b.element_type << ", " << spec::binding_access_name(b.access)
+      std::cout << "    @binding(" << b.index << ") " << b.name << ": " << b.element_type << ", " << kernel::binding_access_name(b.access)
                 << (b.tensor.empty() ? "" : " (" + b.tensor + ")") << "\n";
     if (!p.params.empty()) std::cout << "  params (" << p.params.size() << " bytes): " << hex(p.params) << "\n";
     std::cout << "  dispatch: " << p.dispatch[0] << " x " << p.dispatch[1] << " x " << p.dispatch[2] << "\n  wgsl:\n" << *p.wgsl;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "spec/engine.h"
+#include "kernel/engine.h"
 
 namespace wgml::cli {
 
@@ -22,8 +22,8 @@ class SpecCommands {
  private:
   int check() const;
   int render() const;
-  std::vector<std::shared_ptr<const spec::KernelSpec>> load(spec::Engine& engine) const;
-  void print_spec(const spec::KernelSpec& spec) const;
+  std::vector<std::shared_ptr<const kernel::KernelSpec>> load(kernel::Engine& engine) const;
+  void print_spec(const kernel::KernelSpec& spec) const;
 
   CLI::App* group_;
   CLI::App* check_;

@@ -40,9 +40,9 @@ std::string tunables_file(const GpuOptions& options, const gpu::AdapterDescripti
 }
 
 // Everything a plan depends on besides the spec and the device.
-std::string request_key(const spec::KernelSpec& spec, const spec::KernelRequest& r) {
+std::string request_key(const kernel::KernelSpec& spec, const kernel::KernelRequest& r) {
   std::string key = spec.file + "|" + spec.qualified_name();
-  auto add_tensors = [&](const char* tag, const std::map<std::string, spec::TensorDesc>& tensors) {
+  auto add_tensors = [&](const char* tag, const std::map<std::string, kernel::TensorDesc>& tensors) {
     for (const auto& [name, t] : tensors) {
       key += std::string("|") + tag + name + ":" + std::string(dtype_name(t.dtype));
       for (int64_t d : t.shape) key += "," + std::to_string(d);
@@ -74,7 +74,7 @@ GpuContext::GpuContext(const GpuOptions& options)
   if (options.profile) profiler_ = std::make_unique<gpu::Profiler>(device_, pool_);
   recorder_ = std::make_unique<gpu::Recorder>(device_, pool_, gpu::RecorderOptions{}, profiler_.get());
   engine_.load_directory(kernels_dir(options) + "/specs");
-  decompositions_ = spec::load_decomposition_directory(kernels_dir(options) + "/decompositions");
+  decompositions_ = kernel::load_decomposition_directory(kernels_dir(options) + "/decompositions");
   caps_.shader_f16 = device_.features().shader_f16;
   caps_.max_workgroups_per_dimension = device_.limits().maxComputeWorkgroupsPerDimension;
   caps_.max_storage_binding_bytes = device_.limits().maxStorageBufferBindingSize;
@@ -94,7 +94,7 @@ void GpuContext::check_tunables() const {
   for (const auto& entry : engine_.specs()) tunables_.resolve(*entry.second);
 }
 
-const spec::KernelPlan& GpuContext::plan(const spec::KernelSpec& spec, const spec::KernelRequest& request) {
+const kernel::KernelPlan& GpuContext::plan(const kernel::KernelSpec& spec, const kernel::KernelRequest& request) {
   const std::string key = request_key(spec, request);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
@@ -113,17 +113,17 @@ const spec::KernelPlan& GpuContext::plan(const spec::KernelSpec& spec, const spe
   return *it->second.plan;
 }
 
-const spec::Decomposition* GpuContext::decomposition(const std::string& domain, const std::string& op) const {
+const kernel::Decomposition* GpuContext::decomposition(const std::string& domain, const std::string& op) const {
   const auto it = decompositions_.find({domain, op});
   return it == decompositions_.end() ? nullptr : &it->second;
 }
 
-const gpu::Kernel* GpuContext::find_kernel(const spec::PlanPass& pass) const {
+const gpu::Kernel* GpuContext::find_kernel(const kernel::PlanPass& pass) const {
   const auto it = kernels_.find(pass.wgsl);
   return it == kernels_.end() ? nullptr : it->second;
 }
 
-const gpu::Kernel& GpuContext::add_kernel(const spec::PlanPass& pass, const gpu::KernelSpec& kernel) {
+const gpu::Kernel& GpuContext::add_kernel(const kernel::PlanPass& pass, const gpu::KernelSpec& kernel) {
   if (kernels_.size() >= kMaxCachedPlans) kernels_.clear();
   const gpu::Kernel& compiled = pipelines_.get(kernel);
   kernels_.emplace(pass.wgsl, &compiled);

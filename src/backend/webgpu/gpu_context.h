@@ -15,8 +15,8 @@
 #include "gpu/pipeline_cache.h"
 #include "gpu/profiler.h"
 #include "gpu/recorder.h"
-#include "spec/decomposition.h"
-#include "spec/engine.h"
+#include "kernel/decomposition.h"
+#include "kernel/engine.h"
 #include "wgml/error.h"
 
 namespace wgml::backend::webgpu {
@@ -44,24 +44,24 @@ class GpuContext {
   gpu::PipelineCache& pipelines() { return pipelines_; }
   gpu::Recorder& recorder() { return *recorder_; }
   gpu::Profiler* profiler() { return profiler_.get(); }
-  const spec::Engine& engine() const { return engine_; }
+  const kernel::Engine& engine() const { return engine_; }
   // The same-device decomposition of (domain, op), or null (kernels/decompositions).
-  const spec::Decomposition* decomposition(const std::string& domain, const std::string& op) const;
-  const spec::DeviceCaps& caps() const { return caps_; }
-  const spec::TunableOverrides& tunables() const { return tunables_; }
+  const kernel::Decomposition* decomposition(const std::string& domain, const std::string& op) const;
+  const kernel::DeviceCaps& caps() const { return caps_; }
+  const kernel::TunableOverrides& tunables() const { return tunables_; }
 
   // The plan of `request` with `spec` on this device, made once per distinct request (dtypes,
   // shapes, attributes, aliasing) and then reused: planning costs about 0.3 ms, and a decode step
   // runs the same few hundred requests every token. A request the spec rejects throws the same
   // wgml::Error every time.
-  const spec::KernelPlan& plan(const spec::KernelSpec& spec, const spec::KernelRequest& request);
+  const kernel::KernelPlan& plan(const kernel::KernelSpec& spec, const kernel::KernelRequest& request);
   size_t cached_plans() const { return plans_.size(); }
 
   // The compiled pipeline of a pass, found by the identity of its rendered WGSL (shared through
   // the render cache), so a dispatch neither copies nor hashes the source.
-  const gpu::Kernel* find_kernel(const spec::PlanPass& pass) const;
+  const gpu::Kernel* find_kernel(const kernel::PlanPass& pass) const;
   // Compiles (or finds in the pipeline cache) `kernel`, the interface of `pass`, and remembers it.
-  const gpu::Kernel& add_kernel(const spec::PlanPass& pass, const gpu::KernelSpec& kernel);
+  const gpu::Kernel& add_kernel(const kernel::PlanPass& pass, const gpu::KernelSpec& kernel);
 
   // Work done besides running kernels, since the context was made: what a steady decode step
   // must not do (each a counter that only grows).
@@ -80,18 +80,18 @@ class GpuContext {
   gpu::PipelineCache pipelines_;
   std::unique_ptr<gpu::Profiler> profiler_;
   std::unique_ptr<gpu::Recorder> recorder_;
-  spec::Engine engine_;
-  std::map<std::pair<std::string, std::string>, spec::Decomposition> decompositions_;
-  spec::DeviceCaps caps_;
-  spec::TunableOverrides tunables_;
+  kernel::Engine engine_;
+  std::map<std::pair<std::string, std::string>, kernel::Decomposition> decompositions_;
+  kernel::DeviceCaps caps_;
+  kernel::TunableOverrides tunables_;
   struct CachedPlan {
-    std::optional<spec::KernelPlan> plan;
+    std::optional<kernel::KernelPlan> plan;
     ErrorCode error_code = ErrorCode::Runtime;  // when there is no plan
     std::string error;
   };
   std::unordered_map<std::string, CachedPlan> plans_;
   uint64_t plans_made_ = 0;
-  spec::RenderCache renders_;
+  kernel::RenderCache renders_;
   std::unordered_map<std::shared_ptr<const std::string>, const gpu::Kernel*> kernels_;
 };
 

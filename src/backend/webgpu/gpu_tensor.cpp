@@ -1,5 +1,7 @@
 #include "backend/webgpu/gpu_tensor.h"
 
+#include "backend/webgpu/host_packing.h"
+
 #include <cstring>
 
 #include "wgml/error.h"
@@ -7,17 +9,17 @@
 namespace wgml::backend::webgpu {
 
 GpuTensorData::GpuTensorData(std::shared_ptr<GpuContext> context,
-                             std::shared_ptr<gpu::PooledBuffer> buffer, spec::StorageType storage,
+                             std::shared_ptr<gpu::PooledBuffer> buffer, kernel::StorageType storage,
                              Shape shape)
     : context_(std::move(context)), buffer_(std::move(buffer)), storage_(std::move(storage)),
       shape_(std::move(shape)) {}
 
 void GpuTensorData::download(uint8_t* out, size_t nbytes) const {
-  const uint64_t bytes = spec::gpu_buffer_bytes(storage_, shape_numel(shape_));
+  const uint64_t bytes = kernel::gpu_buffer_bytes(storage_, shape_numel(shape_));
   const std::vector<std::byte> raw = context_->recorder().read(buffer_->range(0, bytes), "read a tensor back");
   std::vector<uint8_t> words(raw.size());
   std::memcpy(words.data(), raw.data(), raw.size());
-  const Tensor host = spec::decode_from_gpu(words, storage_, shape_);
+  const Tensor host = decode_from_gpu(words, storage_, shape_);
   if (host.nbytes() != nbytes)
     throw Error(ErrorCode::Runtime, "GPU tensor read back with " + std::to_string(host.nbytes()) +
                                         " bytes where " + std::to_string(nbytes) + " were expected");
@@ -30,12 +32,12 @@ std::shared_ptr<gpu::PooledBuffer> new_buffer(GpuContext& context, uint64_t byte
 }
 
 std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& context, const Tensor& t,
-                                            const spec::StorageType& storage, const std::string& name,
-                                            const std::optional<spec::ValueRange>& range) {
+                                            const kernel::StorageType& storage, const std::string& name,
+                                            const std::optional<kernel::ValueRange>& range) {
   auto existing = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
   if (existing && existing->context() == context.get() && existing->storage() == storage && !range)
     return existing;
-  const std::vector<uint8_t> bytes = spec::encode_for_gpu(t, storage, name, range);
+  const std::vector<uint8_t> bytes = encode_for_gpu(t, storage, name, range);
   auto buffer = new_buffer(*context, bytes.size(), "upload " + name);
   context->recorder().upload(buffer->range(0, bytes.size()),
                              std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()),

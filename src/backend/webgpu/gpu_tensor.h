@@ -1,6 +1,6 @@
 #pragma once
 // Tensors in GPU buffers. A GpuTensorData is one tensor's bytes in one of a GpuContext's buffers,
-// stored as a spec::StorageType (widened 8/16-bit integers, narrowed int64, ...). Several tensors
+// stored as a kernel::StorageType (widened 8/16-bit integers, narrowed int64, ...). Several tensors
 // may share a buffer: a reshaped view, or an output a kernel wrote in place of its input.
 #include <memory>
 #include <optional>
@@ -8,14 +8,14 @@
 
 #include "backend/webgpu/gpu_context.h"
 #include "core/device_data.h"
-#include "spec/storage.h"
+#include "kernel/storage.h"
 
 namespace wgml::backend::webgpu {
 
 class GpuTensorData final : public DeviceData {
  public:
   GpuTensorData(std::shared_ptr<GpuContext> context, std::shared_ptr<gpu::PooledBuffer> buffer,
-                spec::StorageType storage, Shape shape);
+                kernel::StorageType storage, Shape shape);
 
   // Reads the buffer back (submitting and waiting for the work recorded so far) and decodes it.
   void download(uint8_t* out, size_t nbytes) const override;
@@ -23,12 +23,12 @@ class GpuTensorData final : public DeviceData {
   const GpuContext* context() const { return context_.get(); }
   const std::shared_ptr<gpu::PooledBuffer>& buffer() const { return buffer_; }
   gpu::BufferRange range() const { return buffer_->range(); }
-  const spec::StorageType& storage() const { return storage_; }
+  const kernel::StorageType& storage() const { return storage_; }
 
  private:
   std::shared_ptr<GpuContext> context_;  // declared first: outlives the buffer
   std::shared_ptr<gpu::PooledBuffer> buffer_;
-  spec::StorageType storage_;
+  kernel::StorageType storage_;
   Shape shape_;
 };
 
@@ -39,7 +39,7 @@ std::shared_ptr<gpu::PooledBuffer> new_buffer(GpuContext& context, uint64_t byte
 // else an upload recorded now. The upload stays attached to `t` (so constants and inputs used by
 // several kernels go up once) unless it was range-checked for one kernel (`range`).
 std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& context, const Tensor& t,
-                                            const spec::StorageType& storage, const std::string& name,
-                                            const std::optional<spec::ValueRange>& range);
+                                            const kernel::StorageType& storage, const std::string& name,
+                                            const std::optional<kernel::ValueRange>& range);
 
 }  // namespace wgml::backend::webgpu

@@ -1,4 +1,4 @@
-// The GPU path of IR nodes and kept ONNX ops: a node's fields become a spec::KernelRequest by
+// The GPU path of IR nodes and kept ONNX ops: a node's fields become a kernel::KernelRequest by
 // name (tensor fields as inputs and outputs, lists of tensors as a spec's list, the rest as
 // attributes), an ONNX op's operands by position in the spec's order, so a spec is all an op
 // needs to run on the GPU. No per-op C++. The mapping is checked when the backend is made: a
@@ -24,7 +24,7 @@ using runtime::ExecContext;
 
 // A node's fields as the spec engine sees them.
 struct NodeRequest {
-  spec::KernelRequest request;
+  kernel::KernelRequest request;
   std::map<std::string, Tensor> inputs;
   std::vector<std::pair<std::string, ir::Tid>> outputs;
   std::map<std::string, ir::Tid> input_slots;
@@ -46,36 +46,36 @@ class FieldCollector {
     const Tensor& x = ctx_.tensor(t);
     r_.inputs[key] = x;
     r_.input_slots[key] = t;
-    r_.request.inputs[key] = spec::TensorDesc{x.dtype(), x.shape()};
+    r_.request.inputs[key] = kernel::TensorDesc{x.dtype(), x.shape()};
   }
   // A list of tensors (Concatenate's parts, Split's outputs): `tensors0`, `tensors1`, ...
   void operator()(std::string_view name, const std::vector<ir::Tid>& list, ir::FieldRole role) {
     for (size_t k = 0; k < list.size(); ++k) (*this)(std::string(name) + std::to_string(k), list[k], role);
   }
   void operator()(std::string_view name, const ir::IntOrVid& v, ir::FieldRole) {
-    attribute(name, spec::Value(int64_t{ctx_.resolve(v)}));
+    attribute(name, kernel::Value(int64_t{ctx_.resolve(v)}));
   }
   void operator()(std::string_view name, const ir::FloatOrVid& v, ir::FieldRole) {
-    attribute(name, spec::Value(double{ctx_.resolve(v)}));
+    attribute(name, kernel::Value(double{ctx_.resolve(v)}));
   }
   void operator()(std::string_view name, const std::vector<ir::IntOrVid>& v, ir::FieldRole) {
-    spec::List list;
+    kernel::List list;
     for (int32_t e : ctx_.resolve(v)) list.emplace_back(int64_t{e});
-    attribute(name, spec::Value(std::move(list)));
+    attribute(name, kernel::Value(std::move(list)));
   }
   void operator()(std::string_view name, const std::vector<int32_t>& v, ir::FieldRole) {
-    attribute(name, spec::Value::int_list(std::vector<int64_t>(v.begin(), v.end())));
+    attribute(name, kernel::Value::int_list(std::vector<int64_t>(v.begin(), v.end())));
   }
-  void operator()(std::string_view name, const std::string& v, ir::FieldRole) { attribute(name, spec::Value(v)); }
+  void operator()(std::string_view name, const std::string& v, ir::FieldRole) { attribute(name, kernel::Value(v)); }
   template <class T>
     requires std::is_arithmetic_v<T>
   void operator()(std::string_view name, const T& v, ir::FieldRole) {
     if constexpr (std::is_same_v<T, bool>) {
-      attribute(name, spec::Value(v));
+      attribute(name, kernel::Value(v));
     } else if constexpr (std::is_floating_point_v<T>) {
-      attribute(name, spec::Value(double{v}));
+      attribute(name, kernel::Value(double{v}));
     } else {
-      attribute(name, spec::Value(static_cast<int64_t>(v)));
+      attribute(name, kernel::Value(static_cast<int64_t>(v)));
     }
   }
   template <class T>
@@ -91,7 +91,7 @@ class FieldCollector {
   void unadaptable(std::string_view name) {
     if (r_.unadaptable.empty()) r_.unadaptable = "field '" + std::string(name) + "' has no spec mapping";
   }
-  void attribute(std::string_view name, spec::Value v) { r_.request.attributes[std::string(name)] = std::move(v); }
+  void attribute(std::string_view name, kernel::Value v) { r_.request.attributes[std::string(name)] = std::move(v); }
 
   const ExecContext& ctx_;
   NodeRequest& r_;
@@ -119,11 +119,11 @@ void run_on_cpu(const WebGpuState& state, const std::string& op, const std::stri
 
 // Plans `r` with `spec` and records it on the GPU, writing the outputs to their slots. Returns
 // the reason when the request does not fit the GPU (the caller runs the CPU kernel instead).
-std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const spec::KernelSpec& spec,
+std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const kernel::KernelSpec& spec,
                                       const std::string& op, NodeRequest& r) {
   if (!r.unadaptable.empty()) return r.unadaptable;
   allow_in_place(ctx, r);
-  const spec::KernelPlan* plan = nullptr;
+  const kernel::KernelPlan* plan = nullptr;
   GpuBuffers placed;
   try {
     plan = &state.gpu->plan(spec, r.request);
@@ -178,10 +178,10 @@ void run_as_view(const ir::Node& node, ExecContext& ctx) {
 // else as an attribute; and that each required input and output of the spec is some field's.
 class FieldMappingCheck {
  public:
-  explicit FieldMappingCheck(const spec::KernelSpec& spec) : spec_(spec) {}
+  explicit FieldMappingCheck(const kernel::KernelSpec& spec) : spec_(spec) {}
 
   void operator()(std::string_view name, const ir::Tid&, ir::FieldRole role) {
-    const spec::TensorSpec* t = role == ir::FieldRole::Write ? spec_.output(name) : spec_.input(name);
+    const kernel::TensorSpec* t = role == ir::FieldRole::Write ? spec_.output(name) : spec_.input(name);
     if (role == ir::FieldRole::ReadWrite) fail(name, "is read and written in place, which no spec can take");
     if (!t || !t->list.empty()) fail(name, std::string("is a tensor, and the spec has no ") + (role == ir::FieldRole::Write ? "output" : "input") + " of that name");
     mapped_.push_back(t->name);
@@ -189,7 +189,7 @@ class FieldMappingCheck {
   void operator()(std::string_view name, const std::vector<ir::Tid>&, ir::FieldRole role) {
     bool found = false;
     for (const auto* list : {&spec_.inputs, &spec_.outputs})
-      for (const spec::TensorSpec& t : *list)
+      for (const kernel::TensorSpec& t : *list)
         if (t.list == name && (list == &spec_.outputs) == (role == ir::FieldRole::Write)) {
           found = true;
           mapped_.push_back(t.name);
@@ -209,7 +209,7 @@ class FieldMappingCheck {
 
   void check_every_tensor_mapped() const {
     for (const auto* list : {&spec_.inputs, &spec_.outputs})
-      for (const spec::TensorSpec& t : *list)
+      for (const kernel::TensorSpec& t : *list)
         if (!t.optional && std::find(mapped_.begin(), mapped_.end(), t.name) == mapped_.end())
           throw Error(ErrorCode::InvalidFormat, where() + ": '" + t.name + "' is no field of the IR node");
   }
@@ -220,7 +220,7 @@ class FieldMappingCheck {
     throw Error(ErrorCode::InvalidFormat, where() + ": IR field '" + std::string(field) + "' " + what);
   }
 
-  const spec::KernelSpec& spec_;
+  const kernel::KernelSpec& spec_;
   std::vector<std::string> mapped_;
 };
 
@@ -234,32 +234,32 @@ struct TensorFieldNames {
 
 // The node's value fields as `attrs`, its input tensors' shapes and ranks: what a decomposition's
 // expressions read.
-spec::ObjectScope decomposition_scope(const NodeRequest& r) {
-  spec::Object attrs(r.request.attributes.begin(), r.request.attributes.end()), shapes, ranks;
+kernel::ObjectScope decomposition_scope(const NodeRequest& r) {
+  kernel::Object attrs(r.request.attributes.begin(), r.request.attributes.end()), shapes, ranks;
   for (const auto& [name, desc] : r.request.inputs) {
-    shapes[name] = spec::Value::int_list(desc.shape);
-    ranks[name] = spec::Value(static_cast<int64_t>(desc.shape.size()));
+    shapes[name] = kernel::Value::int_list(desc.shape);
+    ranks[name] = kernel::Value(static_cast<int64_t>(desc.shape.size()));
   }
-  return spec::ObjectScope(spec::Object{{"attrs", spec::Value(attrs)}, {"shapes", spec::Value(shapes)}, {"ranks", spec::Value(ranks)}});
+  return kernel::ObjectScope(kernel::Object{{"attrs", kernel::Value(attrs)}, {"shapes", kernel::Value(shapes)}, {"ranks", kernel::Value(ranks)}});
 }
 
 // Runs one step of a decomposition on `previous` (and the node's tensors); returns its output, or
 // the reason it does not fit the GPU.
-std::variant<Tensor, std::string> run_step(const WebGpuState& state, const spec::DecompositionStep& step, const spec::Scope& scope,
+std::variant<Tensor, std::string> run_step(const WebGpuState& state, const kernel::DecompositionStep& step, const kernel::Scope& scope,
                                             const NodeRequest& r, const Tensor& previous) {
-  const spec::KernelSpec& spec = *state.gpu->engine().find("mlx", step.op);
-  spec::KernelRequest request;
+  const kernel::KernelSpec& spec = *state.gpu->engine().find("mlx", step.op);
+  kernel::KernelRequest request;
   std::map<std::string, Tensor> inputs;
   for (const auto& [input, field] : step.inputs) {
     const Tensor& t = field == "previous" ? previous : r.inputs.at(field);
     inputs[input] = t;
-    request.inputs[input] = spec::TensorDesc{t.dtype(), t.shape()};
+    request.inputs[input] = kernel::TensorDesc{t.dtype(), t.shape()};
   }
   for (const auto& [name, e] : step.attributes) request.attributes[name] = e.evaluate(scope);
   const std::string& output = spec.outputs.front().name;
   request.wanted_outputs.insert(output);
   try {
-    const spec::KernelPlan& plan = state.gpu->plan(spec, request);
+    const kernel::KernelPlan& plan = state.gpu->plan(spec, request);
     return run_plan(state.gpu, plan, place_inputs(state.gpu, plan, inputs)).at(output);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument && e.code() != ErrorCode::Runtime) throw;
@@ -269,17 +269,17 @@ std::variant<Tensor, std::string> run_step(const WebGpuState& state, const spec:
 
 // Runs `d` step by step, each step's output the next one's "previous"; the last is the node's
 // output. Returns the reason when a step does not fit the GPU (the node then runs on the CPU).
-std::optional<std::string> run_decomposition(ExecContext& ctx, const WebGpuState& state, const spec::Decomposition& d,
+std::optional<std::string> run_decomposition(ExecContext& ctx, const WebGpuState& state, const kernel::Decomposition& d,
                                              const std::string& op, NodeRequest& r) {
   if (!r.unadaptable.empty()) return r.unadaptable;
-  const spec::ObjectScope base = decomposition_scope(r);
+  const kernel::ObjectScope base = decomposition_scope(r);
   Tensor previous = r.inputs.at(d.input);
-  for (const spec::DecompositionStep& step : d.steps) {
-    const spec::List once{spec::Value(false)};
-    const spec::Value list = step.loop_list ? step.loop_list->evaluate(base) : spec::Value(once);
+  for (const kernel::DecompositionStep& step : d.steps) {
+    const kernel::List once{kernel::Value(false)};
+    const kernel::Value list = step.loop_list ? step.loop_list->evaluate(base) : kernel::Value(once);
     if (!list.is_list()) return step.path + ": `in` is not a list";
-    for (const spec::Value& element : list.as_list()) {
-      const spec::ObjectScope scope(step.loop_variable.empty() ? spec::Object{} : spec::Object{{step.loop_variable, element}}, &base);
+    for (const kernel::Value& element : list.as_list()) {
+      const kernel::ObjectScope scope(step.loop_variable.empty() ? kernel::Object{} : kernel::Object{{step.loop_variable, element}}, &base);
       auto result = run_step(state, step, scope, r, previous);
       if (auto* why_not = std::get_if<std::string>(&result)) return *why_not;
       previous = std::move(std::get<Tensor>(result));
@@ -304,14 +304,14 @@ void run_decomposed(const ir::Node& node, ExecContext& ctx) {
 
 // A decomposition must name the node's tensor fields and ops that have specs.
 template <class N>
-void check_decomposition(const spec::Decomposition& d, const spec::Engine& engine) {
+void check_decomposition(const kernel::Decomposition& d, const kernel::Engine& engine) {
   TensorFieldNames fields;
   ir::for_each_field(N{}, fields);
   const auto is_field = [&](const std::string& n) { return std::find(fields.names.begin(), fields.names.end(), n) != fields.names.end(); };
   const auto fail = [&](const std::string& what) { throw Error(ErrorCode::InvalidFormat, d.file + ": " + d.domain + "." + d.op + ": " + what); };
   if (!is_field(d.input) || !is_field(d.output)) fail("input '" + d.input + "' and output '" + d.output + "' must be tensor fields of the node");
-  for (const spec::DecompositionStep& step : d.steps) {
-    const spec::KernelSpec* spec = engine.find(d.domain, step.op);
+  for (const kernel::DecompositionStep& step : d.steps) {
+    const kernel::KernelSpec* spec = engine.find(d.domain, step.op);
     if (!spec || spec->view) fail(step.path + ": '" + step.op + "' has no kernel spec");
     for (const auto& [input, field] : step.inputs) {
       if (!spec->input(input)) fail(step.path + ": " + step.op + " has no input '" + input + "'");
@@ -326,7 +326,7 @@ template <class N>
 void register_node(const GpuContext& gpu, runtime::KernelTable& table) {
   if (!table.find(N::kUnionId)) return;
   const std::string op(spec_op_name(N::kName));
-  const spec::KernelSpec* spec = gpu.engine().find("mlx", op);
+  const kernel::KernelSpec* spec = gpu.engine().find("mlx", op);
   if (!spec && gpu.decomposition("mlx", op)) {
     check_decomposition<N>(*gpu.decomposition("mlx", op), gpu.engine());
     return table.set(N::kUnionId, run_decomposed<N>);
@@ -339,18 +339,18 @@ void register_node(const GpuContext& gpu, runtime::KernelTable& table) {
   table.set(N::kUnionId, run_node<N>);
 }
 
-spec::Value attribute_value(const ir::OnnxAttribute::Value& v) {
-  return std::visit([](const auto& a) -> spec::Value {
+kernel::Value attribute_value(const ir::OnnxAttribute::Value& v) {
+  return std::visit([](const auto& a) -> kernel::Value {
     using A = std::decay_t<decltype(a)>;
-    if constexpr (std::is_same_v<A, std::vector<int64_t>>) return spec::Value::int_list(a);
+    if constexpr (std::is_same_v<A, std::vector<int64_t>>) return kernel::Value::int_list(a);
     else if constexpr (std::is_same_v<A, std::vector<double>> || std::is_same_v<A, std::vector<std::string>>)
-      return spec::Value(spec::List(a.begin(), a.end()));
-    else return spec::Value(a);
+      return kernel::Value(kernel::List(a.begin(), a.end()));
+    else return kernel::Value(a);
   }, v);
 }
 
 // A kept ONNX op's operands by position, named as the spec declares its inputs and outputs.
-NodeRequest onnx_request(const ir::OnnxOp& op, const spec::KernelSpec& spec, const ExecContext& ctx) {
+NodeRequest onnx_request(const ir::OnnxOp& op, const kernel::KernelSpec& spec, const ExecContext& ctx) {
   NodeRequest r;
   FieldCollector collect(ctx, r);
   if (op.inputs.size() > spec.inputs.size() || op.outputs.size() > spec.outputs.size())
@@ -366,7 +366,7 @@ NodeRequest onnx_request(const ir::OnnxOp& op, const spec::KernelSpec& spec, con
 void run_onnx_op(const ir::OnnxOp& op, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
   const std::string label = op.domain + "." + op.op_type;
-  const spec::KernelSpec& spec = *state.gpu->engine().find(op.domain, op.op_type);
+  const kernel::KernelSpec& spec = *state.gpu->engine().find(op.domain, op.op_type);
   NodeRequest r = onnx_request(op, spec, ctx);
   const auto why_not = run_on_gpu(ctx, state, spec, label, r);
   if (why_not) run_on_cpu(state, label, *why_not, [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });

@@ -8,14 +8,14 @@ namespace {
 
 using Buffers = GpuBuffers;
 
-[[noreturn]] void fail_plan(const spec::KernelPlan& plan, const std::string& message) {
+[[noreturn]] void fail_plan(const kernel::KernelPlan& plan, const std::string& message) {
   throw Error(ErrorCode::Runtime, plan.op + " (" + plan.variant + "): " + message);
 }
 
 std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& context,
-                                            const spec::KernelPlan& plan, Buffers& buffers) {
+                                            const kernel::KernelPlan& plan, Buffers& buffers) {
   std::map<std::string, Tensor> outputs;
-  for (const spec::PlanTensor& t : plan.tensors) {
+  for (const kernel::PlanTensor& t : plan.tensors) {
     if (!t.is_output) continue;
     std::shared_ptr<gpu::PooledBuffer> buffer;
     if (!t.alias_of.empty()) {
@@ -33,31 +33,31 @@ std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& c
 
 // The pipeline interface of a pass: storage bindings first, in index order, then at most one
 // params uniform, as gpu::Recorder binds them.
-gpu::KernelSpec kernel_of(const spec::KernelPlan& plan, const spec::PlanPass& pass) {
+gpu::KernelSpec kernel_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass) {
   gpu::KernelSpec k;
   k.label = pass.name;
   k.wgsl = *pass.wgsl;
   k.entry_point = pass.entry_point;
   for (size_t i = 0; i < pass.bindings.size(); ++i) {
-    const spec::PlanBinding& b = pass.bindings[i];
+    const kernel::PlanBinding& b = pass.bindings[i];
     if (b.index != i) fail_plan(plan, "pass '" + pass.id + "' binds out of order at " + b.name);
-    if (b.role == spec::BindingRole::Params) {
+    if (b.role == kernel::BindingRole::Params) {
       if (i + 1 != pass.bindings.size()) fail_plan(plan, "pass '" + pass.id + "': params must be the last binding");
       k.params_size = static_cast<uint32_t>(pass.params.size());
       continue;
     }
-    k.bindings.push_back(b.access == spec::BindingAccess::Read ? gpu::Access::Read : gpu::Access::ReadWrite);
+    k.bindings.push_back(b.access == kernel::BindingAccess::Read ? gpu::Access::Read : gpu::Access::ReadWrite);
   }
   return k;
 }
 
-void record_pass(GpuContext& context, const spec::KernelPlan& plan, const spec::PlanPass& pass,
+void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kernel::PlanPass& pass,
                  const Buffers& buffers) {
   const gpu::Kernel* found = context.find_kernel(pass);
   const gpu::Kernel& kernel = found ? *found : context.add_kernel(pass, kernel_of(plan, pass));
   std::vector<gpu::BufferRange> ranges;
-  for (const spec::PlanBinding& b : pass.bindings)
-    if (b.role != spec::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->range());
+  for (const kernel::PlanBinding& b : pass.bindings)
+    if (b.role != kernel::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->range());
   const gpu::Grid grid{pass.dispatch[0], pass.dispatch[1], pass.dispatch[2]};
   if (grid.workgroups() == 0) return;
   context.recorder().dispatch(kernel, ranges,
@@ -67,10 +67,10 @@ void record_pass(GpuContext& context, const spec::KernelPlan& plan, const spec::
 
 }  // namespace
 
-GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                         const std::map<std::string, Tensor>& inputs) {
   Buffers buffers;
-  for (const spec::PlanTensor& t : plan.tensors) {
+  for (const kernel::PlanTensor& t : plan.tensors) {
     if (t.is_output) continue;
     auto it = inputs.find(t.name);
     if (it == inputs.end()) fail_plan(plan, "input '" + t.name + "' was planned but not given");
@@ -79,14 +79,14 @@ GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const spec::
   return buffers;
 }
 
-std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                                        GpuBuffers buffers) {
   std::map<std::string, Tensor> outputs = place_outputs(context, plan, buffers);
-  for (const spec::PlanPass& pass : plan.passes) record_pass(*context, plan, pass, buffers);
+  for (const kernel::PlanPass& pass : plan.passes) record_pass(*context, plan, pass, buffers);
   return outputs;
 }
 
-std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                                        const std::map<std::string, Tensor>& inputs) {
   return run_plan(context, plan, place_inputs(context, plan, inputs));
 }

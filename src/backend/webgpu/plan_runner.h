@@ -1,5 +1,5 @@
 #pragma once
-// Runs a spec::KernelPlan on the GPU (the steps of spec/plan.h): inputs uploaded or found on the
+// Runs a kernel::KernelPlan on the GPU (the steps of spec/plan.h): inputs uploaded or found on the
 // GPU, outputs in new buffers or, where the plan aliases them, in their input's buffer; each
 // pass's pipeline from the cache and its dispatch appended to the context's recorder. Nothing is
 // waited for: the outputs are device tensors, read back only when the host reads them.
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "backend/webgpu/gpu_context.h"
-#include "spec/plan.h"
+#include "kernel/plan.h"
 #include "wgml/tensor.h"
 
 namespace wgml::backend::webgpu {
@@ -19,15 +19,15 @@ using GpuBuffers = std::map<std::string, std::shared_ptr<const GpuTensorData>>;
 // The plan's inputs in GPU memory, found there or uploaded (recorded, not yet run), by the spec's
 // input names. Throws wgml::Error(Runtime) naming the input, element and value when one does not
 // fit its storage (int64 narrowed to i32) or the spec's valueRange; nothing has been dispatched then.
-GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                         const std::map<std::string, Tensor>& inputs);
 
 // Records the plan's passes on placed inputs; returns the outputs by name.
-std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                                        GpuBuffers inputs);
 
 // Both steps: `inputs` by the spec's input names (absent optional inputs left out).
-std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const spec::KernelPlan& plan,
+std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                                        const std::map<std::string, Tensor>& inputs);
 
 }  // namespace wgml::backend::webgpu

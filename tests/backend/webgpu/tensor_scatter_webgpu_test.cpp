@@ -28,7 +28,7 @@ using Geometry = wgml::testing::ScatterGeometry;
 class TensorScatterOnGpu : public testing::WebGpuTest {
  protected:
   static void SetUpTestSuite() {
-    engine_ = new spec::Engine(kKernels + "/wgsl");
+    engine_ = new kernel::Engine(kKernels + "/wgsl");
     specs_ = {{"ours", engine_->load(kKernels + "/specs/ai.onnx/TensorScatter.json").front()}, {"seed", engine_->load(kSeed).front()}};
   }
   static void TearDownTestSuite() {
@@ -37,9 +37,9 @@ class TensorScatterOnGpu : public testing::WebGpuTest {
   }
 
   // Runs one TensorScatter on the GPU; `in_place` lets present share past's buffer.
-  Tensor run(const spec::KernelSpec& spec, const Tensor& past, const Tensor& update, const Tensor* indices,
+  Tensor run(const kernel::KernelSpec& spec, const Tensor& past, const Tensor& update, const Tensor* indices,
              int64_t axis, const std::string& mode, bool in_place = false) {
-    spec::KernelRequest r;
+    kernel::KernelRequest r;
     r.inputs["past"] = {past.dtype(), past.shape()};
     r.inputs["update"] = {update.dtype(), update.shape()};
     std::map<std::string, Tensor> inputs{{"past", past}, {"update", update}};
@@ -47,19 +47,19 @@ class TensorScatterOnGpu : public testing::WebGpuTest {
       r.inputs["writeIndices"] = {indices->dtype(), indices->shape()};
       inputs["writeIndices"] = *indices;
     }
-    r.attributes["axis"] = spec::Value(axis);
-    r.attributes["mode"] = spec::Value(mode);
+    r.attributes["axis"] = kernel::Value(axis);
+    r.attributes["mode"] = kernel::Value(mode);
     if (in_place) r.may_alias.emplace_back("past", "present");
-    const spec::KernelPlan plan = engine_->plan(spec, r, gpu()->caps());
+    const kernel::KernelPlan plan = engine_->plan(spec, r, gpu()->caps());
     return run_plan(gpu(), plan, inputs).at("present");
   }
 
-  static spec::Engine* engine_;
-  static std::vector<std::pair<std::string, std::shared_ptr<const spec::KernelSpec>>> specs_;
+  static kernel::Engine* engine_;
+  static std::vector<std::pair<std::string, std::shared_ptr<const kernel::KernelSpec>>> specs_;
 };
 
-spec::Engine* TensorScatterOnGpu::engine_ = nullptr;
-std::vector<std::pair<std::string, std::shared_ptr<const spec::KernelSpec>>> TensorScatterOnGpu::specs_;
+kernel::Engine* TensorScatterOnGpu::engine_ = nullptr;
+std::vector<std::pair<std::string, std::shared_ptr<const kernel::KernelSpec>>> TensorScatterOnGpu::specs_;
 
 // Write indices that differ per batch row and keep a linear write inside the axis.
 Tensor indices_for(const Geometry& g, const std::string& mode) {
@@ -110,7 +110,7 @@ TEST_F(TensorScatterOnGpu, InPlaceUpdateWritesIntoThePastBuffer) {
     const Tensor indices = indices_for(g, "linear");
     const Tensor want = wgml::cpu::onnx::tensor_scatter(past_host, update, &indices, g.axis, "linear");
     // A past that lives only on the GPU, as a KV cache does between decode steps.
-    const auto before = on_gpu(gpu(), past_host, *spec::default_storage(DType::Float32), "past", std::nullopt);
+    const auto before = on_gpu(gpu(), past_host, *kernel::default_storage(DType::Float32), "past", std::nullopt);
     const Tensor past = TensorDeviceAccess::on_device(DType::Float32, g.past, before);
     const Tensor present = run(*spec, past, update, &indices, g.axis, "linear", /*in_place=*/true);
     const auto after = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(present));

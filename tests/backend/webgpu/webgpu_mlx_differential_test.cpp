@@ -25,7 +25,7 @@ uint64_t count_of(const std::map<std::string, uint64_t>& counts, const std::stri
 TEST_P(WebGpuMlxDifferential, WebGpuMatchesMlx) {
   WebGpuBackend& backend = *testing::shared_backend();
   const std::string op(spec_op_name(GetParam()));
-  const spec::KernelSpec* spec = backend.context()->engine().find("mlx", op);
+  const kernel::KernelSpec* spec = backend.context()->engine().find("mlx", op);
   const auto& placed = spec && spec->view ? backend.placement().views : backend.placement().on_gpu;
   const uint64_t before = count_of(placed, op);
   const cpu::CpuBackend reference;

@@ -1,0 +1,69 @@
+#include "backend/webgpu/host_packing.h"
+
+#include <cstring>
+#include <limits>
+
+#include "core/elements.h"
+#include "wgml/error.h"
+
+namespace wgml::backend::webgpu {
+
+using kernel::gpu_buffer_bytes;
+using kernel::StorageKind;
+
+namespace {
+
+void check_element(int64_t value, int64_t index, int64_t lo, int64_t hi, const std::string& tensor,
+                   const std::string& why) {
+  if (value < lo || value > hi)
+    throw Error(ErrorCode::Runtime, "input '" + tensor + "': element " + std::to_string(index) + " is " +
+                                        std::to_string(value) + ", outside [" + std::to_string(lo) + ", " +
+                                        std::to_string(hi) + "] (" + why + ")");
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& storage,
+                                    const std::string& tensor_name, const std::optional<ValueRange>& range) {
+  if (tensor.dtype() != storage.logical)
+    throw Error(ErrorCode::InvalidArgument, "input '" + tensor_name + "' is " + std::string(dtype_name(tensor.dtype())) +
+                                                ", its storage expects " + std::string(dtype_name(storage.logical)));
+  const int64_t n = tensor.numel();
+  std::vector<uint8_t> bytes(gpu_buffer_bytes(storage, n), 0);
+  const bool integral = is_integral(storage.logical) || storage.logical == DType::Bool;
+  if (integral && (range || storage.kind == StorageKind::Narrowed)) {
+    const bool to_u32 = storage.scalar == "u32";
+    const int64_t lo = to_u32 ? 0 : std::numeric_limits<int32_t>::min();
+    const int64_t hi = to_u32 ? int64_t{0xffffffff} : std::numeric_limits<int32_t>::max();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = load_as_int64(tensor.dtype(), tensor.data(), i);
+      if (storage.kind == StorageKind::Narrowed)
+        check_element(v, i, lo, hi, tensor_name, std::string(dtype_name(storage.logical)) + " stored as " + storage.scalar + ", narrowing: checked");
+      if (range) check_element(v, i, range->min, range->max, tensor_name, "valueRange");
+    }
+  }
+  if (storage.kind == StorageKind::Native || storage.kind == StorageKind::Packed) {
+    if (n > 0) std::memcpy(bytes.data(), tensor.data(), tensor.nbytes());
+    return bytes;
+  }
+  const DType word = storage.scalar == "u32" ? DType::UInt32 : DType::Int32;
+  for (int64_t i = 0; i < n; ++i) store_int64(word, bytes.data(), i, load_as_int64(tensor.dtype(), tensor.data(), i));
+  return bytes;
+}
+
+Tensor decode_from_gpu(const std::vector<uint8_t>& bytes, const StorageType& storage, const Shape& shape) {
+  Tensor out(storage.logical, shape);
+  const int64_t n = out.numel();
+  if (bytes.size() < gpu_buffer_bytes(storage, n))
+    throw Error(ErrorCode::Runtime, "downloaded " + std::to_string(bytes.size()) + " bytes, expected " +
+                                        std::to_string(gpu_buffer_bytes(storage, n)));
+  if (storage.kind == StorageKind::Native || storage.kind == StorageKind::Packed) {
+    if (n > 0) std::memcpy(out.mutable_data(), bytes.data(), out.nbytes());
+    return out;
+  }
+  const DType word = storage.scalar == "u32" ? DType::UInt32 : DType::Int32;
+  for (int64_t i = 0; i < n; ++i) store_int64(storage.logical, out.mutable_data(), i, load_as_int64(word, bytes.data(), i));
+  return out;
+}
+
+}  // namespace wgml::backend::webgpu

@@ -1,0 +1,152 @@
+#pragma once
+// A kernel spec (kernels/specs/<domain>/<Op>.json) parsed and statically validated: every key
+// known, every value of the right JSON type, every expression parsed, every name an expression
+// reads defined where it is read. The format is documented in docs/kernels.md.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernel/expr.h"
+#include "kernel/template.h"
+#include "kernel/uniform_layout.h"
+#include "wgml/dtype.h"
+
+namespace wgml::kernel {
+
+struct TensorSpec {
+  std::string name;  // the spec's name (shapes.NAME, bindings)
+  std::string onnx;  // the ONNX name, when it differs
+  std::string dtype;  // a type variable of typeConstraints, or a dtype name
+  bool optional = false;
+  // A member of a list of tensors ("list": N on `tensors` makes tensors0..N-1): the list's name,
+  // and the member's index, which its expressions read as `listIndex`.
+  std::string list;
+  int64_t list_index = 0;
+  std::string dtype_attribute;  // outputs: an attribute holding an ExecuTorch ScalarType code for the dtype
+  std::optional<Expr> rank;   // inputs: required rank; outputs: the rank
+  std::optional<Expr> shape;  // inputs: required shape; outputs: the shape
+  // Inputs only:
+  std::string storage;    // "", "uint32", "int32", "packed"
+  std::string narrowing;  // "", "checked"
+  std::optional<Expr> range_min, range_max;  // valueRange
+  std::string path;       // JSON path, for messages
+};
+
+struct AttributeSpec {
+  std::string name;
+  std::optional<Value> default_value;  // none: the attribute is required
+  std::optional<List> allowed;         // attributeConstraints.NAME.values
+  std::optional<double> min, max;      // attributeConstraints.NAME.min / max
+};
+
+struct TunableSpec {
+  std::string name;
+  int64_t default_value = 0;
+  std::optional<int64_t> min, max;
+};
+
+struct DeriveEntry {
+  std::string name;
+  Expr expr;
+};
+
+struct ParamsField {
+  std::string name;
+  UniformType type;
+  Expr value;
+};
+
+// A top-level `bindings` entry: the element type of a tensor binding, or a uniform struct.
+struct BindingDecl {
+  std::string name;
+  std::string element_type;          // "$derivedName" or a WGSL type; empty for a struct
+  std::vector<ParamsField> fields;   // the struct's fields
+  bool is_struct() const { return element_type.empty(); }
+};
+
+struct PassBinding {
+  std::string arg;           // the tensor (input or output); empty for a uniform struct
+  std::string name;          // the WGSL variable
+  std::string element_type;  // "$derivedName" or a WGSL type; empty for a uniform struct
+  bool uniform = false;      // a uniform struct: KernelSpec::bindings[name] declares it
+};
+
+struct ViewAlias {
+  std::string input;   // binding names in the pass
+  std::string output;
+};
+
+struct PassSpec {
+  std::string id, name, shader, entry_point;
+  std::vector<DeriveEntry> derive;
+  std::vector<PassBinding> bindings;
+  // Either x/y/z, or `workgroups` that the engine folds into x/y/z by the device's limit.
+  std::optional<Expr> x, y, z, workgroups;
+  std::vector<ViewAlias> view_alias;
+  std::shared_ptr<const Template> shader_template;  // set by the engine when it loads the spec
+  // The names the template reads (set with shader_template): the rendered WGSL is a function of
+  // their values alone, so those values key the render cache.
+  std::vector<Expr::NameUse> template_reads;
+  std::string path;
+};
+
+struct VariantSpec {
+  std::string id;
+  int64_t priority = 0;
+  std::vector<Expr> when;
+  std::vector<DeriveEntry> derive;
+  std::vector<PassSpec> passes;
+  std::string path;
+};
+
+struct KernelSpec {
+  std::string file;  // the spec file, with "#Op" for an op of a family
+  bool view = false;  // the backend runs the node as a view of its input: no kernel
+  std::string domain, name;
+  int64_t since_version = 0;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<AttributeSpec> attributes;
+  std::map<std::string, std::vector<DType>> type_constraints;
+  std::vector<TunableSpec> tunables;
+  std::vector<Expr> when;
+  std::vector<DeriveEntry> derive;
+  std::map<std::string, BindingDecl> bindings;
+  std::vector<VariantSpec> variants;
+
+  std::string qualified_name() const { return domain + "." + name; }
+  const TensorSpec* input(std::string_view n) const;
+  const TensorSpec* output(std::string_view n) const;
+  const TensorSpec* tensor(std::string_view n) const;  // input or output
+  const AttributeSpec* attribute(std::string_view n) const;
+  const TunableSpec* tunable(std::string_view n) const;
+  bool is_type_variable(std::string_view n) const { return type_constraints.count(std::string(n)) != 0; }
+};
+
+// Parses and validates the JSON text of a spec file: one spec, or one per op of a family
+// (spec/family.h). Template names are not resolved here (the engine does that). Throws
+// wgml::Error(InvalidFormat) naming `file` (and the op of a family), the JSON path and, for
+// expressions, the column.
+std::vector<KernelSpec> parse_specs(const std::string& json_text, const std::string& file);
+// The same for a file that must hold a single spec.
+KernelSpec parse_spec(const std::string& json_text, const std::string& file);
+std::vector<KernelSpec> load_spec_file(const std::string& path);
+
+// The names an expression may read at one place of a spec: the namespaces (each with the members
+// it has) and plain names (derived values, template globals).
+class NameTable {
+ public:
+  static NameTable for_spec(const KernelSpec& spec);
+  void add_plain(const std::string& name) { plain_.push_back(name); }
+  void add_derived(const std::vector<DeriveEntry>& entries);
+  // Throws wgml::Error(InvalidFormat) at the first name or member that is not defined.
+  void check(const Expr& expr) const;
+  void check(const Expr& expr, const Expr::NameUse& use) const;
+
+ private:
+  std::map<std::string, std::vector<std::string>> namespaces_;
+  std::vector<std::string> plain_;
+};
+
+}  // namespace wgml::kernel

@@ -1,0 +1,58 @@
+// GPU storage types: the dtype -> WGSL scalar mapping, widening, packing, checked narrowing.
+#include "kernel/storage.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/half.h"
+#include "spec_test_support.h"
+
+namespace wgml::kernel {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::error_of;
+
+template <class T>
+Tensor tensor_of(DType dtype, const std::vector<T>& values) {
+  return Tensor::from_bytes(dtype, {static_cast<int64_t>(values.size())}, values.data());
+}
+
+template <class T>
+std::vector<T> words(const std::vector<uint8_t>& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+TEST(SpecStorage, DefaultStorageFollowsTheDesign) {
+  const std::pair<DType, const char*> native[] = {
+      {DType::Float32, "f32"}, {DType::Float16, "f16"}, {DType::Int32, "i32"}, {DType::UInt32, "u32"}};
+  for (const auto& [dtype, scalar] : native) {
+    EXPECT_EQ(default_storage(dtype)->scalar, scalar);
+    EXPECT_EQ(default_storage(dtype)->kind, StorageKind::Native);
+  }
+  const std::pair<DType, const char*> widened[] = {
+      {DType::Int8, "i32"}, {DType::Int16, "i32"}, {DType::UInt8, "u32"}, {DType::Bool, "u32"}};
+  for (const auto& [dtype, scalar] : widened) {
+    EXPECT_EQ(default_storage(dtype)->scalar, scalar);
+    EXPECT_EQ(default_storage(dtype)->kind, StorageKind::Widened);
+  }
+  for (DType none : {DType::Float64, DType::BFloat16}) EXPECT_FALSE(default_storage(none).has_value());
+  EXPECT_EQ(default_storage(DType::Int64), (StorageType{DType::Int64, StorageKind::Narrowed, "i32"}));
+}
+
+TEST(SpecStorage, DeclaredStoragesThatCannotHoldTheTypeAreRejected) {
+  EXPECT_THAT(error_of([] { declared_storage(DType::Float32, "packed", "", "x"); }, ErrorCode::Unsupported),
+              HasSubstr("'x' (float32) with storage \"packed\": only 8- and 16-bit types pack into u32 words"));
+  EXPECT_THAT(error_of([] { declared_storage(DType::Int64, "uint32", "", "i"); }, ErrorCode::Unsupported),
+              HasSubstr("a conversion that can lose values needs narrowing: \"checked\""));
+  EXPECT_THAT(error_of([] { declared_storage(DType::Float32, "uint32", "checked", "x"); }, ErrorCode::Unsupported),
+              HasSubstr("only integer tensors narrow to 32 bits"));
+  EXPECT_EQ(declared_storage(DType::UInt32, "uint32", "", "u").kind, StorageKind::Native);
+}
+
+}  // namespace
+}  // namespace wgml::kernel
