@@ -1,66 +1,19 @@
 #pragma once
-// kernel::Engine: loads kernel specs (validating them and their templates) and turns a request (the
-// op's tensors, attributes, a device) into a KernelPlan (spec/plan.h): matching and
-// typeConstraints, the spec's `when`, the applicable variant of highest priority, derived values,
-// bindings, the packed params struct, dispatch sizes, rendered WGSL, storage narrowing and view
-// aliasing. docs/kernels.md describes the format and these steps.
+// kernel::Engine: loads kernel spec files and families (validating them and their templates) and
+// turns a request (the op's tensors, attributes, a device) into a KernelPlan (kernel/plan.h) with
+// kernel/planner.h. docs/kernels.md describes the format and these steps.
 #include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "kernel/plan.h"
+#include "kernel/planner.h"
 #include "kernel/spec.h"
 #include "kernel/template.h"
 #include "kernel/tunables.h"
 
 namespace wgml::kernel {
-
-// What the engine needs to know of the GPU.
-struct DeviceCaps {
-  bool shader_f16 = false;
-  uint32_t max_workgroups_per_dimension = 65535;
-  uint64_t max_storage_binding_bytes = uint64_t{128} << 20;
-};
-
-struct TensorDesc {
-  DType dtype = DType::Float32;
-  Shape shape;
-};
-
-struct KernelRequest {
-  std::map<std::string, TensorDesc> inputs;   // by the spec's input name; absent optional inputs left out
-  std::map<std::string, TensorDesc> outputs;  // by name; computed from the spec's `shape` when left out
-  // The dtype of an output whose shape the spec computes, where no input binds its type (AsType).
-  std::map<std::string, DType> output_dtypes;
-  // The optional outputs to produce (Split's first n parts); the others are left out.
-  std::set<std::string> wanted_outputs;
-  std::map<std::string, Value> attributes;    // absent ones take the spec's defaults
-  // (input, output) pairs the caller lets share one buffer: the in-place KV-cache update.
-  std::vector<std::pair<std::string, std::string>> may_alias;
-};
-
-// Rendered WGSL, found again by the values of the names its template read (PassSpec::
-// template_reads). A template that reads ranks, dtypes and code-shaping attributes but no shapes
-// renders once per shape class: a growing KV cache or a new sequence length finds the WGSL (and
-// so the pipeline) of the previous step. Thread-safe.
-class RenderCache {
- public:
-  std::shared_ptr<const std::string> find(const std::string& key) const;
-  std::shared_ptr<const std::string> insert(const std::string& key, std::string wgsl);
-  uint64_t renders() const;  // templates rendered since the cache was made
-  size_t size() const;
-
- private:
-  static constexpr size_t kMaxEntries = 4096;  // then cleared: only shape-baking templates get there
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const std::string>> entries_;
-  uint64_t renders_ = 0;
-};
 
 class Engine {
  public:
@@ -73,7 +26,7 @@ class Engine {
   std::vector<std::shared_ptr<const KernelSpec>> load(const std::string& spec_path);
   // The same for a spec already parsed (parse_spec).
   std::shared_ptr<const KernelSpec> add(KernelSpec spec);
-  // Loads every <dir>/<domain>/<Op>.json.
+  // Loads every spec file under `specs_dir`; an op defined by two files is an error.
   void load_directory(const std::string& specs_dir);
   const KernelSpec* find(const std::string& domain, const std::string& op) const;
   const std::map<std::pair<std::string, std::string>, std::shared_ptr<const KernelSpec>>& specs() const {

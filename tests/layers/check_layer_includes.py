@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 # src/ folders that the runtime and backend libraries compile or link (io is part of wgml_core).
-LOWER_LAYERS = ("core", "io", "ir", "runtime", "backend", "gpu")
+LOWER_LAYERS = ("core", "io", "ir", "kernel", "runtime", "backend", "gpu")
 SOURCE_SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".inc"}
 # Protobuf counts as frontend: only the ONNX frontend parses it.
 FORBIDDEN_INCLUDE = re.compile(
