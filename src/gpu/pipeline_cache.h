@@ -36,9 +36,9 @@ uint64_t kernel_hash(const KernelSpec& spec);
 struct Kernel {
   KernelSpec spec;
   uint64_t hash = 0;
-  api::ComputePipeline pipeline = nullptr;
-  api::BindGroupLayout bind_group_layout = nullptr;
-  api::PipelineLayout pipeline_layout = nullptr;
+  WGPUComputePipeline pipeline = nullptr;
+  WGPUBindGroupLayout bind_group_layout = nullptr;
+  WGPUPipelineLayout pipeline_layout = nullptr;
 };
 
 class PipelineCache {
