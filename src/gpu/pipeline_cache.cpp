@@ -48,7 +48,8 @@ std::vector<WGPUBindGroupLayoutEntry> layout_entries(const KernelSpec& spec) {
 
 bool KernelSpec::same_code(const KernelSpec& other) const {
   return wgsl == other.wgsl && entry_point == other.entry_point && overrides == other.overrides &&
-         bindings == other.bindings && params_size == other.params_size;
+         bindings == other.bindings && params_size == other.params_size &&
+         skip_runtime_checks == other.skip_runtime_checks;
 }
 
 uint64_t kernel_hash(const KernelSpec& spec) {
@@ -62,6 +63,7 @@ uint64_t kernel_hash(const KernelSpec& spec) {
   h.value(spec.bindings.size());
   for (Access a : spec.bindings) h.value(a);
   h.value(spec.params_size);
+  h.value(spec.skip_runtime_checks);
   return h.result();
 }
 
@@ -94,7 +96,10 @@ std::unique_ptr<Kernel> PipelineCache::compile(const KernelSpec& spec, uint64_t 
   WGPUShaderModuleDescriptor module_desc{};
   module_desc.nextInChain = &source.chain;
   module_desc.label = view(spec.label);
-  WGPUShaderModule module = fn.DeviceCreateShaderModule(device, &module_desc);
+  WGPUShaderModule module =
+      spec.skip_runtime_checks
+          ? fn.DeviceCreateShaderModuleTrusted(device, &module_desc, WGPUShaderRuntimeChecks_None)
+          : fn.DeviceCreateShaderModule(device, &module_desc);
 
   const std::vector<WGPUBindGroupLayoutEntry> entries = layout_entries(spec);
   WGPUBindGroupLayoutDescriptor layout_desc{};

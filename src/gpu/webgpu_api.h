@@ -16,7 +16,7 @@ namespace wgml::gpu::api {
   X(GetVersion) X(AdapterGetInfo) X(AdapterInfoFreeMembers) X(AdapterGetLimits)              \
   X(AdapterGetFeatures) X(SupportedFeaturesFreeMembers) X(AdapterRequestDevice)              \
   X(AdapterRelease) X(DeviceGetQueue) X(DeviceCreateBuffer) X(DeviceCreateShaderModule)      \
-  X(DeviceCreateBindGroupLayout)                                                             \
+  X(DeviceCreateShaderModuleTrusted) X(DeviceCreateBindGroupLayout)                          \
   X(DeviceCreatePipelineLayout) X(DeviceCreateComputePipeline) X(DeviceCreateBindGroup)      \
   X(DeviceCreateCommandEncoder) X(DeviceCreateQuerySet) X(DevicePushErrorScope)              \
   X(DevicePopErrorScope) X(DevicePoll) X(DeviceDestroy) X(DeviceRelease)                     \
