@@ -177,7 +177,7 @@ double profile_batch(Bench& b, const std::function<void(Recorder&)>& record,
 // ---- measurements ----------------------------------------------------------------------------
 
 json measure_copy(Bench& b, std::vector<TraceSlice>& trace) {
-  const api::Limits& limits = b.device.limits();
+  const WGPULimits& limits = b.device.limits();
   uint64_t bytes = std::min<uint64_t>(b.options.copy_mib << 20, limits.maxStorageBufferBindingSize);
   bytes = bytes / 4096 * 4096;  // whole workgroups of 256 vec4
   const Kernel& kernel =
@@ -304,7 +304,7 @@ json measure_fma(Bench& b) {
 
 json describe(const Device& device) {
   const AdapterDescription& a = device.adapter();
-  const api::Limits& l = device.limits();
+  const WGPULimits& l = device.limits();
   const DeviceFeatures& f = device.features();
   return {{"library", device.library().path},
           {"implementation_version", device.library().version_string()},

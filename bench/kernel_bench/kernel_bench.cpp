@@ -3,11 +3,22 @@
 // so each op reports its effective bandwidth and the ratio to it.
 //
 //   kernel_bench [--adapter SEL] [--mib N] [--reps N] [--runs N] [--json PATH] [--tunable Op.NAME=V ...]
+//                [--gpu-timestamps 1]
 //
 // Each op runs its spec's plan on device-resident inputs (uploaded once) `reps` times per batch;
 // the time is wall clock from the first recorded dispatch to the end of the GPU work, best of
 // `runs` batches after a warm-up. Bytes are the op's compulsory traffic (inputs read once, output
 // written once). Each op's result is first checked on a sample of elements against the CPU.
+//
+// Each op is also timed two more ways, to tell where time goes: its plan's kernels dispatched
+// directly into one output buffer (no planning, no buffer from the pool per run), compiled as
+// usual and with wgpu-native's runtime checks off (`KernelSpec::skip_runtime_checks`). For Add f32
+// and Multiply f16, hand-written WGSL variants of the same computation run on the same buffers
+// (see raw_variants), checked on their first and last elements. An op's ways, and a copy of the
+// op's output size, are measured interleaved (batch 1 of each, then batch 2 of each, ...), so that
+// a change of the GPU's speed during the run affects them alike, after a second of copies that
+// brings the GPU's clocks up (see raise_clocks). With --gpu-timestamps 1 each dispatch is also
+// timed on the GPU (timestamp queries around it).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +27,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <span>
 #include <string>
 
 #include "backend/webgpu/gpu_tensor.h"
@@ -36,6 +48,7 @@ struct Options {
   int runs = 5;
   std::string json_path;
   std::vector<std::string> tunables;
+  bool gpu_timestamps = false;
 };
 
 struct OpCase {
@@ -69,39 +82,108 @@ Tensor random_floats(DType dtype, Shape shape, uint32_t seed) {
   return t;
 }
 
-// Best batch time in seconds of `record` (which records one repetition) run `reps` times.
-double best_batch(GpuContext& gpu, const Options& o, const std::function<void()>& record) {
-  record();
-  gpu.recorder().finish();
-  double best = 1e30;
-  for (int r = 0; r < o.runs; ++r) {
-    const auto start = Clock::now();
-    for (int k = 0; k < o.reps; ++k) record();
-    gpu.recorder().finish();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return best / o.reps;
+struct Timing {
+  double seconds = 1e30;         // per repetition, best batch: recording, submission and GPU work
+  double record_seconds = 1e30;  // per repetition, best batch: the CPU recording alone
+  double gpu_seconds = 0;        // per repetition, best batch by GPU timestamps (when asked for)
+  std::vector<double> batch_us;  // every batch's time per repetition, in order
+};
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double copy_roofline(GpuContext& gpu, const Options& o, uint64_t bytes) {
-  gpu::KernelSpec k;
-  k.label = "roofline copy";
-  k.wgsl = R"(@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+// The GPU time of the dispatches recorded since the last call, from the profiler's timestamps.
+double gpu_dispatch_seconds(GpuContext& gpu) {
+  if (!gpu.profiler()) return 0;
+  double ns = 0;
+  for (const gpu::GpuTiming& t : gpu.profiler()->collect())
+    if (t.kind == gpu::TimingKind::Op) ns += t.duration_ns;
+  return ns * 1e-9;
+}
+
+// One way of running an op: `record` records one repetition.
+struct Way {
+  Way(std::string how_, std::function<void()> record_) : how(std::move(how_)), record(std::move(record_)) {}
+  std::string how;
+  std::function<void()> record;
+  Timing timing;
+};
+
+// Keeps the GPU busy with `way` for `seconds`. An idle NVIDIA GPU drops its shader clock (the
+// H200 to 345 of 1980 MHz) and raises it only after a good part of a second of sustained work;
+// at the low clock a memory-bound kernel reaches well under half the memory bandwidth.
+void raise_clocks(GpuContext& gpu, const Options& o, Way& way, double seconds) {
+  const auto start = Clock::now();
+  while (seconds_since(start) < seconds) {
+    for (int k = 0; k < o.reps; ++k) way.record();
+    gpu.recorder().finish();
+  }
+  gpu_dispatch_seconds(gpu);
+}
+
+// `runs` batches of `reps` repetitions of every way, interleaved, after one warm-up each and a
+// second of the first way to bring the clocks up.
+void measure(GpuContext& gpu, const Options& o, std::vector<Way>& ways) {
+  raise_clocks(gpu, o, ways.front(), 1.0);
+  for (Way& w : ways) {
+    w.record();
+    gpu.recorder().finish();
+    gpu_dispatch_seconds(gpu);
+  }
+  for (int r = 0; r < o.runs; ++r) {
+    for (Way& w : ways) {
+      const auto start = Clock::now();
+      for (int k = 0; k < o.reps; ++k) w.record();
+      const double recorded = seconds_since(start) / o.reps;
+      gpu.recorder().finish();
+      const double seconds = seconds_since(start) / o.reps;
+      const double gpu_seconds = gpu_dispatch_seconds(gpu) / o.reps;
+      w.timing.batch_us.push_back(seconds * 1e6);
+      w.timing.record_seconds = std::min(w.timing.record_seconds, recorded);
+      if (seconds < w.timing.seconds) {
+        w.timing.seconds = seconds;
+        w.timing.gpu_seconds = gpu_seconds;
+      }
+    }
+  }
+}
+
+const char* const kCopyWgsl = R"(@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i = id.x + id.y * n.x * 256u;
   if (i < arrayLength(&dst)) { dst[i] = src[i]; }
 })";
+
+// A vec4 copy of `bytes` between two buffers of the pool.
+struct CopyWay {
+  gpu::PooledBuffer src, dst;
+  Way way{"", {}};
+};
+
+std::unique_ptr<CopyWay> copy_way(GpuContext& gpu, uint64_t bytes) {
+  gpu::KernelSpec k;
+  k.label = "roofline copy";
+  k.wgsl = kCopyWgsl;
   k.bindings = {gpu::Access::Read, gpu::Access::ReadWrite};
   const gpu::Kernel& kernel = gpu.pipelines().get(k);
-  auto src = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline src");
-  auto dst = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline dst");
-  const gpu::BufferRange ranges[] = {src.range(), dst.range()};
-  const double seconds = best_batch(gpu, o, [&] {
-    gpu.recorder().dispatch(kernel, ranges, {}, (bytes / 16 + 255) / 256, "roofline copy");
-  });
-  return 2.0 * static_cast<double>(bytes) / seconds;
+  auto c = std::make_unique<CopyWay>();
+  c->src = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline src");
+  c->dst = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline dst");
+  const std::vector<gpu::BufferRange> ranges = {c->src.range(), c->dst.range()};
+  c->way = Way{"vec4 copy of the output's size (read + write)", [&gpu, &kernel, ranges, bytes] {
+              gpu.recorder().dispatch(kernel, ranges, {}, (bytes / 16 + 255) / 256, "roofline copy");
+            }};
+  return c;
+}
+
+double copy_roofline(GpuContext& gpu, const Options& o, uint64_t bytes) {
+  const auto copy = copy_way(gpu, bytes);
+  std::vector<Way> ways = {copy->way};  // a copy: the CopyWay keeps the buffers
+  measure(gpu, o, ways);
+  return 2.0 * static_cast<double>(bytes) / ways[0].timing.seconds;
 }
 
 std::vector<OpCase> op_cases(const Options& o) {
@@ -132,6 +214,138 @@ kernel::KernelPlan plan_for(GpuContext& gpu, const OpCase& c) {
   return gpu.engine().plan(*gpu.engine().find("mlx", c.op), r, gpu.caps(), gpu.tunables());
 }
 
+using Ranges = std::map<std::string, gpu::BufferRange>;
+
+// Records the plan's passes as the backend does (plan_runner.cpp), but into the buffers of
+// `ranges` (by tensor name), compiled with or without wgpu-native's runtime checks.
+std::function<void()> direct_dispatches(GpuContext& gpu, const spec::KernelPlan& plan, const Ranges& ranges,
+                                        bool skip_runtime_checks) {
+  struct Dispatch {
+    const gpu::Kernel* kernel;
+    std::vector<gpu::BufferRange> buffers;
+    const spec::PlanPass* pass;
+  };
+  std::vector<Dispatch> dispatches;
+  for (const spec::PlanPass& pass : plan.passes) {
+    gpu::KernelSpec k;
+    k.label = pass.name;
+    k.wgsl = pass.wgsl;
+    k.entry_point = pass.entry_point;
+    k.skip_runtime_checks = skip_runtime_checks;
+    Dispatch d{nullptr, {}, &pass};
+    for (const spec::PlanBinding& b : pass.bindings) {
+      if (b.role == spec::BindingRole::Params) {
+        k.params_size = static_cast<uint32_t>(pass.params.size());
+        continue;
+      }
+      k.bindings.push_back(b.access == spec::BindingAccess::Read ? gpu::Access::Read : gpu::Access::ReadWrite);
+      d.buffers.push_back(ranges.at(b.tensor));
+    }
+    d.kernel = &gpu.pipelines().get(k);
+    dispatches.push_back(std::move(d));
+  }
+  return [&gpu, dispatches] {
+    for (const Dispatch& d : dispatches) {
+      const auto params = std::span(reinterpret_cast<const std::byte*>(d.pass->params.data()), d.pass->params.size());
+      gpu.recorder().dispatch(*d.kernel, d.buffers, params,
+                              gpu::Grid{d.pass->dispatch[0], d.pass->dispatch[1], d.pass->dispatch[2]}, d.pass->name);
+    }
+  };
+}
+
+// Hand-written WGSL for one op case: bindings `a`, `b` (read), `out`, then `params` ({count: u32},
+// the output's element count) when uses_params; a vec4 of each per step.
+struct RawVariant {
+  std::string label;
+  std::string body;  // the WGSL after the binding declarations
+  bool uses_params = false;
+  uint64_t workgroups = 0;  // 0: one invocation per vec4 of the output, 256 per workgroup
+  // Fold a workgroup count above the per-dimension limit into rows of equal length (at most
+  // rows - 1 extra workgroups) instead of rows of the limit (up to a whole row extra).
+  bool balanced_fold = false;
+};
+
+gpu::Grid balanced_fold(uint64_t count, uint64_t limit) {
+  const uint64_t rows = (count + limit - 1) / limit;
+  return {static_cast<uint32_t>((count + rows - 1) / rows), static_cast<uint32_t>(rows), 1};
+}
+
+constexpr uint64_t kGridStrideWorkgroups = 132 * 8;  // H200: 132 SMs, 8 workgroups of 256 fill one
+
+std::vector<RawVariant> raw_variants(const std::string& label) {
+  const std::string global_id =
+      "@compute @workgroup_size(256)\n"
+      "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
+      "  let i = id.x + id.y * n.x * 256u;\n";
+  if (label == "Add f32 [n] + [n]") {
+    return {
+        {"copy-style: global id, arrayLength guard",
+         global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] + b[i]; }\n}\n"},
+        {"spec-style: workgroup ids linearised, params.count guard",
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>,\n"
+         "        @builtin(local_invocation_index) l: u32) {\n"
+         "  let i = ((w.z * n.y + w.y) * n.x + w.x) * 256u + l;\n"
+         "  if (i >= params.count / 4u) { return; }\n"
+         "  out[i] = a[i] + b[i];\n}\n",
+         true},
+        {"spec-style, balanced fold",
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>,\n"
+         "        @builtin(local_invocation_index) l: u32) {\n"
+         "  let i = ((w.z * n.y + w.y) * n.x + w.x) * 256u + l;\n"
+         "  if (i >= params.count / 4u) { return; }\n"
+         "  out[i] = a[i] + b[i];\n}\n",
+         true, 0, true},
+        {"grid-stride loop, 1056 workgroups",
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
+         "  for (var i = id.x; i < arrayLength(&out); i += n.x * 256u) { out[i] = a[i] + b[i]; }\n}\n",
+         false, kGridStrideWorkgroups},
+        {"grid-stride loop, 4224 workgroups",
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
+         "  for (var i = id.x; i < arrayLength(&out); i += n.x * 256u) { out[i] = a[i] + b[i]; }\n}\n",
+         false, 4 * kGridStrideWorkgroups},
+    };
+  }
+  if (label == "Multiply f16 [n] * [n]") {
+    return {
+        {"f16 arithmetic", global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] * b[i]; }\n}\n"},
+        {"f32 arithmetic, rounded to f16",
+         global_id + "  if (i < arrayLength(&out)) { out[i] = vec4<f16>(vec4<f32>(a[i]) * vec4<f32>(b[i])); }\n}\n"},
+    };
+  }
+  return {};
+}
+
+std::string raw_wgsl(const RawVariant& v, DType dtype) {
+  const std::string vec = dtype == DType::Float16 ? "vec4<f16>" : "vec4<f32>";
+  std::string wgsl = dtype == DType::Float16 ? "enable f16;\n" : "";
+  wgsl += "@group(0) @binding(0) var<storage, read> a: array<" + vec + ">;\n";
+  wgsl += "@group(0) @binding(1) var<storage, read> b: array<" + vec + ">;\n";
+  wgsl += "@group(0) @binding(2) var<storage, read_write> out: array<" + vec + ">;\n";
+  if (v.uses_params) wgsl += "struct Params { count: u32, };\n@group(0) @binding(3) var<uniform> params: Params;\n";
+  return wgsl + v.body;
+}
+
+// The largest relative difference from the expected output over the first and last 1024
+// elements of the output buffer (which the grid-stride variants reach last).
+double check_ends(GpuContext& gpu, const OpCase& c, DType dtype, const gpu::BufferRange& out, int64_t numel) {
+  const int64_t size = static_cast<int64_t>(dtype_size(dtype)), count = 1024;
+  double worst = 0;
+  for (const int64_t first : {int64_t(0), numel - count}) {
+    const std::vector<std::byte> bytes = gpu.recorder().read(
+        {out.buffer, out.id, out.offset + static_cast<uint64_t>(first * size), static_cast<uint64_t>(count * size)},
+        "raw check");
+    for (int64_t k = 0; k < count; ++k) {
+      const double want = c.expected(first + k);
+      worst = std::max(worst, std::fabs(load_as_double(dtype, reinterpret_cast<const uint8_t*>(bytes.data()), k) - want) / std::max(1.0, std::fabs(want)));
+    }
+  }
+  return worst;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -142,6 +356,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--runs") o.runs = std::stoi(value);
     else if (flag == "--json") o.json_path = value;
     else if (flag == "--tunable") o.tunables.push_back(value);
+    else if (flag == "--gpu-timestamps") o.gpu_timestamps = value == "1";
     else throw Error(ErrorCode::InvalidArgument, "unknown option " + flag);
   }
   return o;
@@ -155,6 +370,7 @@ int main(int argc, char** argv) {
     backend::webgpu::GpuOptions go;
     go.adapter = o.adapter;
     go.tunables = o.tunables;
+    go.profile = o.gpu_timestamps;
     auto gpu = std::make_shared<GpuContext>(go);
     const double roofline = copy_roofline(*gpu, o, o.mib << 20);
     std::printf("%s\ncopy roofline (vec4, %llu MiB): %.0f GB/s\n", gpu->device().adapter().summary().c_str(),
@@ -165,11 +381,74 @@ int main(int argc, char** argv) {
       const auto placed = backend::webgpu::place_inputs(gpu, plan, c.inputs);
       const double error = check(c, backend::webgpu::run_plan(gpu, plan, placed).at("out"));
       if (error > 2e-3) throw Error(ErrorCode::Runtime, c.label + ": result differs from the CPU by " + std::to_string(error));
-      const double seconds = best_batch(*gpu, o, [&] { backend::webgpu::run_plan(gpu, plan, placed); });
-      const double gbps = c.bytes / seconds / 1e9;
-      std::printf("%-36s %8.1f us %8.0f GB/s  %5.1f%% of copy\n", c.label.c_str(), seconds * 1e6, gbps,
-                  100.0 * gbps * 1e9 / roofline);
-      results["ops"].push_back({{"op", c.label}, {"us", seconds * 1e6}, {"gbps", gbps}, {"ratio_to_copy", gbps * 1e9 / roofline}});
+      nlohmann::json op = {{"op", c.label}};
+      std::vector<Way> ways;
+      const uint64_t out_bytes = plan.tensor("out")->gpu_bytes;
+      const auto copy = copy_way(*gpu, out_bytes);
+      ways.push_back(copy->way);
+      ways.emplace_back("run_plan (as the backend runs it)", [&] { backend::webgpu::run_plan(gpu, plan, placed); });
+
+      Ranges ranges;
+      for (const auto& [name, data] : placed) ranges[name] = data->range();
+      std::vector<std::shared_ptr<gpu::PooledBuffer>> outputs;
+      for (const spec::PlanTensor& t : plan.tensors)
+        if (t.is_output) ranges[t.name] = outputs.emplace_back(backend::webgpu::new_buffer(*gpu, t.gpu_bytes, plan.op))->range();
+      for (const bool skip : {false, true})
+        ways.emplace_back(skip ? "plan's kernels, direct, runtime checks off" : "plan's kernels, direct",
+                          direct_dispatches(*gpu, plan, ranges, skip));
+
+      const DType dtype = c.inputs.begin()->second.dtype();
+      const int64_t numel = c.inputs.begin()->second.numel();
+      const uint32_t count = static_cast<uint32_t>(numel);
+      for (const RawVariant& v : raw_variants(c.label)) {
+        for (const bool skip : {false, true}) {
+          gpu::KernelSpec k;
+          k.label = v.label;
+          k.wgsl = raw_wgsl(v, dtype);
+          k.bindings = {gpu::Access::Read, gpu::Access::Read, gpu::Access::ReadWrite};
+          k.params_size = v.uses_params ? 4 : 0;
+          k.skip_runtime_checks = skip;
+          const gpu::Kernel& kernel = gpu->pipelines().get(k);
+          const std::vector<gpu::BufferRange> buffers = {ranges.at("a"), ranges.at("b"), ranges.at("out")};
+          const auto params = v.uses_params ? std::as_bytes(std::span(&count, 1)) : std::span<const std::byte>();
+          const uint64_t workgroups = v.workgroups ? v.workgroups : (numel / 4 + 255) / 256;
+          const std::string how = "raw: " + v.label + (skip ? ", runtime checks off" : "");
+          const gpu::Grid grid = v.balanced_fold
+                                     ? balanced_fold(workgroups, gpu->device().limits().maxComputeWorkgroupsPerDimension)
+                                     : gpu::fold_workgroups(workgroups, gpu->device().limits().maxComputeWorkgroupsPerDimension);
+          ways.emplace_back(how, [&gpu, &kernel, buffers, params, grid, how] {
+            gpu->recorder().dispatch(kernel, buffers, params, grid, how);
+          });
+          ways.back().record();
+          const double raw_error = check_ends(*gpu, c, dtype, ranges.at("out"), numel);
+          if (raw_error > 2e-3) throw Error(ErrorCode::Runtime, how + ": result differs from the CPU by " + std::to_string(raw_error));
+        }
+      }
+
+      measure(*gpu, o, ways);
+      const double copy_bps = 2.0 * static_cast<double>(out_bytes) / ways[0].timing.seconds;
+      std::printf("%s (copy of the output's size, interleaved: %.0f GB/s)\n", c.label.c_str(), copy_bps / 1e9);
+      op["copy_gbps"] = copy_bps / 1e9;
+      for (size_t w = 1; w < ways.size(); ++w) {
+        const Timing& t = ways[w].timing;
+        const double gbps = c.bytes / t.seconds / 1e9;
+        std::printf("  %-74s %8.1f us (recording %5.1f us) %5.0f GB/s %5.1f%% of copy", ways[w].how.c_str(),
+                    t.seconds * 1e6, t.record_seconds * 1e6, gbps, 100.0 * gbps * 1e9 / copy_bps);
+        nlohmann::json j = {{"how", ways[w].how}, {"us", t.seconds * 1e6}, {"record_us", t.record_seconds * 1e6},
+                            {"gbps", gbps}, {"ratio_to_copy", gbps * 1e9 / copy_bps}, {"batch_us", t.batch_us}};
+        if (o.gpu_timestamps) {
+          std::printf("; GPU timestamps %8.1f us %5.0f GB/s", t.gpu_seconds * 1e6, c.bytes / t.gpu_seconds / 1e9);
+          j["gpu_us"] = t.gpu_seconds * 1e6;
+        }
+        std::printf("\n");
+        op["ways"].push_back(j);
+        if (w == 1) {
+          op["us"] = t.seconds * 1e6;
+          op["gbps"] = gbps;
+          op["ratio_to_copy"] = gbps * 1e9 / copy_bps;
+        }
+      }
+      results["ops"].push_back(op);
     }
     if (!o.json_path.empty()) std::ofstream(o.json_path) << results.dump(2) << "\n";
   } catch (const Error& e) {

@@ -12,13 +12,13 @@ namespace {
 
 constexpr uint64_t kMinimumClass = 256;
 
-api::Flags usage_of(BufferKind kind) {
-  namespace usage = api::buffer_usage;
+WGPUFlags usage_of(BufferKind kind) {
   switch (kind) {
-    case BufferKind::Storage: return usage::kStorage | usage::kCopySrc | usage::kCopyDst;
-    case BufferKind::Staging: return usage::kCopySrc | usage::kCopyDst;
-    case BufferKind::Readback: return usage::kMapRead | usage::kCopyDst;
-    case BufferKind::QueryResolve: return usage::kQueryResolve | usage::kCopySrc;
+    case BufferKind::Storage:
+      return WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+    case BufferKind::Staging: return WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+    case BufferKind::Readback: return WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+    case BufferKind::QueryResolve: return WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
   }
   return 0;
 }
@@ -35,11 +35,11 @@ const char* label_of(BufferKind kind) {
 
 struct MapResult {
   bool done = false;
-  api::MapAsyncStatus status = api::MapAsyncStatus::Error;
+  WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
   std::string message;
 };
 
-void on_mapped(api::MapAsyncStatus status, api::StringView message, void* userdata, void*) {
+void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void* userdata, void*) {
   auto* result = static_cast<MapResult*>(userdata);
   result->done = true;
   result->status = status;
@@ -48,13 +48,13 @@ void on_mapped(api::MapAsyncStatus status, api::StringView message, void* userda
 
 }  // namespace
 
-void map_for_reading(Device& device, api::Buffer buffer, uint64_t size, std::string_view op) {
+void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op) {
   MapResult result;
-  device.fn().BufferMapAsync(buffer, api::kMapModeRead, 0, size,
-                             {nullptr, api::CallbackMode::AllowProcessEvents, on_mapped, &result,
+  device.fn().BufferMapAsync(buffer, WGPUMapMode_Read, 0, size,
+                             {nullptr, WGPUCallbackMode_AllowProcessEvents, on_mapped, &result,
                               nullptr});
   device.wait_for_callback(result.done, op);
-  if (result.status != api::MapAsyncStatus::Success)
+  if (result.status != WGPUMapAsyncStatus_Success)
     throw GpuError(GpuErrorKind::Internal, op, "mapping a readback buffer failed: " + result.message);
 }
 
@@ -96,7 +96,7 @@ BufferPool::~BufferPool() {
 }
 
 PooledBuffer BufferPool::acquire(uint64_t bytes, BufferKind kind, std::string_view op) {
-  const api::Limits& limits = device_.limits();
+  const WGPULimits& limits = device_.limits();
   if (kind == BufferKind::Storage && bytes > limits.maxStorageBufferBindingSize)
     throw GpuError(GpuErrorKind::TooLarge, op,
                    "a tensor of " + std::to_string(bytes) +
@@ -163,7 +163,7 @@ void BufferPool::trim() {
   }
 }
 
-void BufferPool::destroy(api::Buffer handle, uint64_t capacity) {
+void BufferPool::destroy(WGPUBuffer handle, uint64_t capacity) {
   device_.fn().BufferDestroy(handle);
   device_.fn().BufferRelease(handle);
   stats_.bytes_allocated -= capacity;

@@ -23,7 +23,7 @@ uint64_t size_class(uint64_t bytes);
 
 // A part of a buffer as a kernel binding or a copy sees it.
 struct BufferRange {
-  api::Buffer buffer = nullptr;
+  WGPUBuffer buffer = nullptr;
   uint64_t id = 0;  // unique per buffer for the process; never reused (bind groups are keyed by it)
   uint64_t offset = 0;
   uint64_t size = 0;
@@ -36,7 +36,7 @@ uint64_t next_buffer_id();
 
 // Maps the first `size` bytes of a Readback buffer for reading, waiting until the GPU work that
 // writes it has finished. The caller unmaps it.
-void map_for_reading(Device& device, api::Buffer buffer, uint64_t size, std::string_view op);
+void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op);
 
 // A buffer on loan from a BufferPool; going out of scope returns it. Move-only. The pool must
 // outlive its buffers.
@@ -48,7 +48,7 @@ class PooledBuffer {
   ~PooledBuffer() { reset(); }
 
   explicit operator bool() const { return pool_ != nullptr; }
-  api::Buffer handle() const { return handle_; }
+  WGPUBuffer handle() const { return handle_; }
   uint64_t id() const { return id_; }
   uint64_t size() const { return size_; }          // the bytes asked for, rounded up to 4
   uint64_t capacity() const { return capacity_; }  // the buffer's real size (its size class)
@@ -62,9 +62,9 @@ class PooledBuffer {
 
 // Maps the first `size` bytes of a Readback buffer for reading, waiting until the GPU work that
 // writes it has finished. The caller unmaps it.
-void map_for_reading(Device& device, api::Buffer buffer, uint64_t size, std::string_view op);
+void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op);
   BufferPool* pool_ = nullptr;
-  api::Buffer handle_ = nullptr;
+  WGPUBuffer handle_ = nullptr;
   uint64_t id_ = 0;
   uint64_t size_ = 0;
   uint64_t capacity_ = 0;
@@ -97,7 +97,7 @@ class BufferPool {
  private:
   friend class PooledBuffer;
   struct FreeBuffer {
-    api::Buffer handle;
+    WGPUBuffer handle;
     uint64_t id;
     uint64_t fence;  // submission that must finish before the buffer is reused
   };
@@ -105,7 +105,7 @@ class BufferPool {
 
   void give_back(PooledBuffer& buffer);
   bool take_free(const ClassKey& key, PooledBuffer& out);
-  void destroy(api::Buffer handle, uint64_t capacity);
+  void destroy(WGPUBuffer handle, uint64_t capacity);
 
   Device& device_;
   std::map<ClassKey, std::vector<FreeBuffer>> free_;

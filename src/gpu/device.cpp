@@ -17,7 +17,7 @@ struct Device::State {
   bool lost = false;
   std::string lost_message;
   bool has_uncaptured_error = false;
-  api::ErrorType uncaptured_type = api::ErrorType::NoError;
+  WGPUErrorType uncaptured_type = WGPUErrorType_NoError;
   std::string uncaptured_message;
 };
 
@@ -30,34 +30,34 @@ constexpr auto kWaitLimit = std::chrono::seconds(300);
 
 // ---- adapters --------------------------------------------------------------------------------
 
-AdapterKind kind_of(api::AdapterType type) {
+AdapterKind kind_of(WGPUAdapterType type) {
   switch (type) {
-    case api::AdapterType::DiscreteGPU: return AdapterKind::DiscreteGpu;
-    case api::AdapterType::IntegratedGPU: return AdapterKind::IntegratedGpu;
-    case api::AdapterType::CPU: return AdapterKind::Cpu;
+    case WGPUAdapterType_DiscreteGPU: return AdapterKind::DiscreteGpu;
+    case WGPUAdapterType_IntegratedGPU: return AdapterKind::IntegratedGpu;
+    case WGPUAdapterType_CPU: return AdapterKind::Cpu;
     default: return AdapterKind::Other;
   }
 }
 
-const char* backend_name(api::BackendType backend) {
+const char* backend_name(WGPUBackendType backend) {
   switch (backend) {
-    case api::BackendType::Null: return "Null";
-    case api::BackendType::WebGPU: return "WebGPU";
-    case api::BackendType::D3D11: return "D3D11";
-    case api::BackendType::D3D12: return "D3D12";
-    case api::BackendType::Metal: return "Metal";
-    case api::BackendType::Vulkan: return "Vulkan";
-    case api::BackendType::OpenGL: return "OpenGL";
-    case api::BackendType::OpenGLES: return "OpenGLES";
+    case WGPUBackendType_Null: return "Null";
+    case WGPUBackendType_WebGPU: return "WebGPU";
+    case WGPUBackendType_D3D11: return "D3D11";
+    case WGPUBackendType_D3D12: return "D3D12";
+    case WGPUBackendType_Metal: return "Metal";
+    case WGPUBackendType_Vulkan: return "Vulkan";
+    case WGPUBackendType_OpenGL: return "OpenGL";
+    case WGPUBackendType_OpenGLES: return "OpenGLES";
     default: return "unknown";
   }
 }
 
-AdapterDescription describe(const api::Functions& fn, api::Adapter adapter, size_t index) {
+AdapterDescription describe(const api::Functions& fn, WGPUAdapter adapter, size_t index) {
   AdapterDescription d;
   d.index = index;
-  api::AdapterInfo info{};
-  if (fn.AdapterGetInfo(adapter, &info) != api::Status::Success) {
+  WGPUAdapterInfo info{};
+  if (fn.AdapterGetInfo(adapter, &info) != WGPUStatus_Success) {
     d.name = "(no adapter information)";
     return d;
   }
@@ -66,8 +66,8 @@ AdapterDescription describe(const api::Functions& fn, api::Adapter adapter, size
   d.driver = to_string(info.description);
   d.backend = backend_name(info.backendType);
   d.kind = kind_of(info.adapterType);
-  d.real_device = info.backendType != api::BackendType::Null &&
-                  info.backendType != api::BackendType::Undefined;
+  d.real_device = info.backendType != WGPUBackendType_Null &&
+                  info.backendType != WGPUBackendType_Undefined;
   fn.AdapterInfoFreeMembers(info);
   return d;
 }
@@ -75,27 +75,28 @@ AdapterDescription describe(const api::Functions& fn, api::Adapter adapter, size
 // An instance restricted to the native APIs wgml supports, with its adapters.
 struct AdapterSet {
   const api::Functions& fn;
-  api::Instance instance = nullptr;
-  std::vector<api::Adapter> adapters;
+  WGPUInstance instance = nullptr;
+  std::vector<WGPUAdapter> adapters;
   std::vector<AdapterDescription> descriptions;
 
   explicit AdapterSet(const api::Functions& functions) : fn(functions) {
-    api::NativeInstanceExtras extras{};
-    extras.chain.sType = api::SType::NativeInstanceExtras;
-    extras.backends = api::kNativeBackendsPrimary;
-    api::InstanceDescriptor desc{};
+    WGPUInstanceExtras extras{};
+    // wgpu-native's own structure types are a separate enum numbered in WGPUSType's space.
+    extras.chain.sType = static_cast<WGPUSType>(WGPUSType_InstanceExtras);
+    extras.backends = WGPUInstanceBackend_Primary;
+    WGPUInstanceDescriptor desc{};
     desc.nextInChain = &extras.chain;
     instance = fn.CreateInstance(&desc);
     if (!instance)
       throw GpuError(GpuErrorKind::Internal, "creating the WebGPU instance",
                      "wgpuCreateInstance returned no instance");
-    api::EnumerateAdapterOptions options{nullptr, api::kNativeBackendsPrimary};
+    WGPUInstanceEnumerateAdapterOptions options{nullptr, WGPUInstanceBackend_Primary};
     adapters.resize(fn.InstanceEnumerateAdapters(instance, &options, nullptr));
     adapters.resize(fn.InstanceEnumerateAdapters(instance, &options, adapters.data()));
     for (size_t i = 0; i < adapters.size(); ++i) descriptions.push_back(describe(fn, adapters[i], i));
   }
   ~AdapterSet() {
-    for (api::Adapter a : adapters)
+    for (WGPUAdapter a : adapters)
       if (a) fn.AdapterRelease(a);
     if (instance) fn.InstanceRelease(instance);
   }
@@ -103,8 +104,8 @@ struct AdapterSet {
   AdapterSet& operator=(const AdapterSet&) = delete;
 
   // Hands the instance and one adapter over to the caller; the rest are released.
-  std::pair<api::Instance, api::Adapter> take(size_t index) {
-    std::pair<api::Instance, api::Adapter> taken{instance, adapters[index]};
+  std::pair<WGPUInstance, WGPUAdapter> take(size_t index) {
+    std::pair<WGPUInstance, WGPUAdapter> taken{instance, adapters[index]};
     adapters[index] = nullptr;
     instance = nullptr;
     return taken;
@@ -154,18 +155,18 @@ size_t best_adapter(const std::vector<AdapterDescription>& adapters, Accept acce
 
 // ---- callbacks -------------------------------------------------------------------------------
 
-void on_device_lost(const api::Device*, api::DeviceLostReason reason, api::StringView message,
+void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message,
                     void* userdata, void*) {
   // Destroyed / CallbackCancelled: wgml released the device itself.
-  if (reason == api::DeviceLostReason::Destroyed ||
-      reason == api::DeviceLostReason::CallbackCancelled)
+  if (reason == WGPUDeviceLostReason_Destroyed ||
+      reason == WGPUDeviceLostReason_CallbackCancelled)
     return;
   auto* state = static_cast<Device::State*>(userdata);
   state->lost = true;
   state->lost_message = to_string(message);
 }
 
-void on_uncaptured_error(const api::Device*, api::ErrorType type, api::StringView message,
+void on_uncaptured_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView message,
                          void* userdata, void*) {
   auto* state = static_cast<Device::State*>(userdata);
   if (state->has_uncaptured_error) return;  // the first error explains the ones after it
@@ -174,43 +175,43 @@ void on_uncaptured_error(const api::Device*, api::ErrorType type, api::StringVie
   state->uncaptured_message = to_string(message);
 }
 
-void on_work_done(api::QueueWorkDoneStatus, api::StringView, void* userdata, void* serial) {
+void on_work_done(WGPUQueueWorkDoneStatus, WGPUStringView, void* userdata, void* serial) {
   auto* state = static_cast<Device::State*>(userdata);
   state->completed = std::max<uint64_t>(state->completed, reinterpret_cast<uintptr_t>(serial));
 }
 
 struct RequestDeviceResult {
   bool done = false;
-  api::Device device = nullptr;
+  WGPUDevice device = nullptr;
   std::string message;
 };
 
-void on_request_device(api::RequestDeviceStatus status, api::Device device,
-                       api::StringView message, void* userdata, void*) {
+void on_request_device(WGPURequestDeviceStatus status, WGPUDevice device,
+                       WGPUStringView message, void* userdata, void*) {
   auto* result = static_cast<RequestDeviceResult*>(userdata);
   result->done = true;
-  if (status == api::RequestDeviceStatus::Success) result->device = device;
+  if (status == WGPURequestDeviceStatus_Success) result->device = device;
   result->message = to_string(message);
 }
 
 struct PopResult {
   bool done = false;
-  api::ErrorType type = api::ErrorType::NoError;
+  WGPUErrorType type = WGPUErrorType_NoError;
   std::string message;
 };
 
-void on_pop_error_scope(api::PopErrorScopeStatus status, api::ErrorType type,
-                        api::StringView message, void* userdata, void*) {
+void on_pop_error_scope(WGPUPopErrorScopeStatus status, WGPUErrorType type,
+                        WGPUStringView message, void* userdata, void*) {
   auto* result = static_cast<PopResult*>(userdata);
   result->done = true;
-  result->type = status == api::PopErrorScopeStatus::Success ? type : api::ErrorType::NoError;
+  result->type = status == WGPUPopErrorScopeStatus_Success ? type : WGPUErrorType_NoError;
   result->message = to_string(message);
 }
 
-GpuErrorKind kind_of(api::ErrorType type) {
+GpuErrorKind kind_of(WGPUErrorType type) {
   switch (type) {
-    case api::ErrorType::Validation: return GpuErrorKind::Validation;
-    case api::ErrorType::OutOfMemory: return GpuErrorKind::OutOfMemory;
+    case WGPUErrorType_Validation: return GpuErrorKind::Validation;
+    case WGPUErrorType_OutOfMemory: return GpuErrorKind::OutOfMemory;
     default: return GpuErrorKind::Internal;
   }
 }
@@ -218,8 +219,8 @@ GpuErrorKind kind_of(api::ErrorType type) {
 // The filters each ErrorScope pushes, in push order. wgpu-native has no Internal filter (it
 // aborts the process when asked for one); internal errors reach the uncaptured-error callback,
 // which check() reports.
-constexpr api::ErrorFilter kScopeFilters[] = {api::ErrorFilter::Validation,
-                                              api::ErrorFilter::OutOfMemory};
+constexpr WGPUErrorFilter kScopeFilters[] = {WGPUErrorFilter_Validation,
+                                             WGPUErrorFilter_OutOfMemory};
 
 }  // namespace
 
@@ -308,56 +309,59 @@ void Device::open_adapter(const DeviceOptions& options) {
   std::tie(instance_, adapter_handle_) = set.take(chosen);
 }
 
-std::vector<api::FeatureName> Device::wanted_features(const DeviceOptions& options) {
-  api::SupportedFeatures supported{};
+std::vector<WGPUFeatureName> Device::wanted_features(const DeviceOptions& options) {
+  WGPUSupportedFeatures supported{};
   fn().AdapterGetFeatures(adapter_handle_, &supported);
-  const std::vector<api::FeatureName> offered_features(
+  const std::vector<WGPUFeatureName> offered_features(
       supported.features, supported.features + supported.featureCount);
   fn().SupportedFeaturesFreeMembers(supported);
-  auto offered = [&](api::FeatureName f) {
+  auto offered = [&](WGPUFeatureName f) {
     return std::find(offered_features.begin(), offered_features.end(), f) !=
            offered_features.end();
   };
-  std::vector<api::FeatureName> wanted;
-  auto want = [&](api::FeatureName f) {
+  std::vector<WGPUFeatureName> wanted;
+  auto want = [&](WGPUFeatureName f) {
     if (!offered(f)) return false;
     wanted.push_back(f);
     return true;
   };
-  namespace feat = api::feature;
+  // wgpu-native's own features are numbered in the standard enum's space, from 0x30000.
+  const auto native = [](WGPUNativeFeature f) { return static_cast<WGPUFeatureName>(f); };
   if (options.timestamps) {
-    features_.timestamp_query = want(feat::kTimestampQuery);
-    features_.timestamps_inside_passes = features_.timestamp_query &&
-                                         offered(feat::kNativeTimestampQueryInsideEncoders) &&
-                                         want(feat::kNativeTimestampQueryInsidePasses);
-    if (features_.timestamps_inside_passes) want(feat::kNativeTimestampQueryInsideEncoders);
+    features_.timestamp_query = want(WGPUFeatureName_TimestampQuery);
+    features_.timestamps_inside_passes =
+        features_.timestamp_query &&
+        offered(native(WGPUNativeFeature_TimestampQueryInsideEncoders)) &&
+        want(native(WGPUNativeFeature_TimestampQueryInsidePasses));
+    if (features_.timestamps_inside_passes)
+      want(native(WGPUNativeFeature_TimestampQueryInsideEncoders));
   }
-  features_.shader_f16 = want(feat::kShaderF16);
-  const bool native_subgroups = want(feat::kNativeSubgroup);
-  features_.subgroups = want(feat::kSubgroups) || native_subgroups;
+  features_.shader_f16 = want(WGPUFeatureName_ShaderF16);
+  const bool native_subgroups = want(native(WGPUNativeFeature_Subgroup));
+  features_.subgroups = want(WGPUFeatureName_Subgroups) || native_subgroups;
   return wanted;
 }
 
 void Device::open_device(const DeviceOptions& options) {
   const auto& f = fn();
   const std::string op = "opening device " + adapter_.summary();
-  if (f.AdapterGetLimits(adapter_handle_, &limits_) != api::Status::Success)
+  if (f.AdapterGetLimits(adapter_handle_, &limits_) != WGPUStatus_Success)
     throw GpuError(GpuErrorKind::Internal, op, "wgpuAdapterGetLimits failed");
   limits_.nextInChain = nullptr;
-  const std::vector<api::FeatureName> features = wanted_features(options);
+  const std::vector<WGPUFeatureName> features = wanted_features(options);
 
-  api::DeviceDescriptor desc{};
+  WGPUDeviceDescriptor desc{};
   desc.label = view("wgml");
   desc.requiredFeatureCount = features.size();
   desc.requiredFeatures = features.data();
   desc.requiredLimits = &limits_;  // everything the adapter offers
   desc.defaultQueue.label = view("wgml queue");
-  desc.deviceLostCallbackInfo = {nullptr, api::CallbackMode::AllowSpontaneous, on_device_lost,
+  desc.deviceLostCallbackInfo = {nullptr, WGPUCallbackMode_AllowSpontaneous, on_device_lost,
                                  state_.get(), nullptr};
   desc.uncapturedErrorCallbackInfo = {nullptr, on_uncaptured_error, state_.get(), nullptr};
   RequestDeviceResult result;
   f.AdapterRequestDevice(adapter_handle_, &desc,
-                         {nullptr, api::CallbackMode::AllowProcessEvents, on_request_device,
+                         {nullptr, WGPUCallbackMode_AllowProcessEvents, on_request_device,
                           &result, nullptr});
   wait_for_callback(result.done, op);
   if (!result.device) throw GpuError(GpuErrorKind::Internal, op, result.message);
@@ -393,18 +397,18 @@ void Device::check(std::string_view op) {
   }
 }
 
-api::Buffer Device::create_buffer(uint64_t size, api::Flags usage, std::string_view label,
-                                  std::string_view op) {
+WGPUBuffer Device::create_buffer(uint64_t size, WGPUFlags usage, std::string_view label,
+                                 std::string_view op) {
   if (size > limits_.maxBufferSize)
     throw GpuError(GpuErrorKind::TooLarge, op,
                    "a buffer of " + std::to_string(size) + " bytes is above maxBufferSize (" +
                        std::to_string(limits_.maxBufferSize) + ") of " + adapter_.name);
   ErrorScope scope(*this, std::string(op));
-  api::BufferDescriptor desc{};
+  WGPUBufferDescriptor desc{};
   desc.label = view(label);
   desc.usage = usage;
   desc.size = size;
-  api::Buffer buffer = fn().DeviceCreateBuffer(device_, &desc);
+  WGPUBuffer buffer = fn().DeviceCreateBuffer(device_, &desc);
   try {
     scope.close();
   } catch (...) {
@@ -414,13 +418,13 @@ api::Buffer Device::create_buffer(uint64_t size, api::Flags usage, std::string_v
   return buffer;
 }
 
-uint64_t Device::submit(api::CommandBuffer commands, std::string_view op) {
+uint64_t Device::submit(WGPUCommandBuffer commands, std::string_view op) {
   const auto& f = fn();
-  const api::SubmissionIndex index = f.QueueSubmitForIndex(queue_, 1, &commands);
+  const WGPUSubmissionIndex index = f.QueueSubmitForIndex(queue_, 1, &commands);
   f.CommandBufferRelease(commands);
   const uint64_t serial = ++state_->submitted;
   in_flight_.emplace_back(serial, index);
-  f.QueueOnSubmittedWorkDone(queue_, {nullptr, api::CallbackMode::AllowProcessEvents,
+  f.QueueOnSubmittedWorkDone(queue_, {nullptr, WGPUCallbackMode_AllowProcessEvents,
                                       on_work_done, state_.get(),
                                       reinterpret_cast<void*>(uintptr_t(serial))});
   check(op);
@@ -459,7 +463,7 @@ void Device::wait(uint64_t serial, std::string_view op) {
 
 Device::ErrorScope::ErrorScope(Device& device, std::string op)
     : device_(device), op_(std::move(op)) {
-  for (api::ErrorFilter filter : kScopeFilters) device_.fn().DevicePushErrorScope(device_.device_, filter);
+  for (WGPUErrorFilter filter : kScopeFilters) device_.fn().DevicePushErrorScope(device_.device_, filter);
 }
 
 Device::ErrorScope::~ErrorScope() {
@@ -476,12 +480,12 @@ void Device::ErrorScope::close() {
   PopResult results[std::size(kScopeFilters)];
   for (PopResult& r : results)  // pops the innermost scope (OutOfMemory) first
     device_.fn().DevicePopErrorScope(device_.device_,
-                                     {nullptr, api::CallbackMode::AllowProcessEvents,
+                                     {nullptr, WGPUCallbackMode_AllowProcessEvents,
                                       on_pop_error_scope, &r, nullptr});
   for (PopResult& r : results) device_.wait_for_callback(r.done, op_);
   // Validation (popped last) explains most failures; report it before the others.
   for (auto r = std::rbegin(results); r != std::rend(results); ++r)
-    if (r->type != api::ErrorType::NoError) throw GpuError(kind_of(r->type), op_, r->message);
+    if (r->type != WGPUErrorType_NoError) throw GpuError(kind_of(r->type), op_, r->message);
 }
 
 }  // namespace wgml::gpu

@@ -59,23 +59,23 @@ class Device {
   const api::Functions& fn() const { return library_->fn; }
   const WebGpuLibrary& library() const { return *library_; }
   const AdapterDescription& adapter() const { return adapter_; }
-  const api::Limits& limits() const { return limits_; }
+  const WGPULimits& limits() const { return limits_; }
   const DeviceFeatures& features() const { return features_; }
-  api::Device handle() const { return device_; }
-  api::Queue queue() const { return queue_; }
+  WGPUDevice handle() const { return device_; }
+  WGPUQueue queue() const { return queue_; }
   double timestamp_period_ns() const;
 
   // Creates a buffer, checking the size against the device's limits first. Throws GpuError
   // (TooLarge, OutOfMemory, Validation) naming `op`.
-  api::Buffer create_buffer(uint64_t size, api::Flags usage, std::string_view label,
-                            std::string_view op);
+  WGPUBuffer create_buffer(uint64_t size, WGPUFlags usage, std::string_view label,
+                           std::string_view op);
 
   // Throws the error the device reported outside any error scope, or DeviceLost, naming `op`.
   void check(std::string_view op);
 
   // Submits one command buffer (releasing it) and returns the submission's serial number.
   // Serials start at 1 and increase by one per submission.
-  uint64_t submit(api::CommandBuffer commands, std::string_view op);
+  uint64_t submit(WGPUCommandBuffer commands, std::string_view op);
   uint64_t last_submitted() const;
   // The last serial whose work the GPU has finished: as last known, or after polling (which
   // does not block).
@@ -119,22 +119,22 @@ class Device {
   void create_instance();
   void open_adapter(const DeviceOptions& options);
   void open_device(const DeviceOptions& options);
-  std::vector<api::FeatureName> wanted_features(const DeviceOptions& options);
+  std::vector<WGPUFeatureName> wanted_features(const DeviceOptions& options);
   void pump_events(bool block);
   void release() noexcept;
 
   const WebGpuLibrary* library_;
   std::unique_ptr<State> state_;
-  api::Instance instance_ = nullptr;
-  api::Adapter adapter_handle_ = nullptr;
-  api::Device device_ = nullptr;
-  api::Queue queue_ = nullptr;
+  WGPUInstance instance_ = nullptr;
+  WGPUAdapter adapter_handle_ = nullptr;
+  WGPUDevice device_ = nullptr;
+  WGPUQueue queue_ = nullptr;
   AdapterDescription adapter_;
-  api::Limits limits_{};
+  WGPULimits limits_{};
   DeviceFeatures features_;
   bool unsubmitted_work_ = false;
   // Submissions not yet known to be finished, with the implementation's index for DevicePoll.
-  std::deque<std::pair<uint64_t, api::SubmissionIndex>> in_flight_;
+  std::deque<std::pair<uint64_t, WGPUSubmissionIndex>> in_flight_;
 };
 
 // Rounds `value` up to a multiple of `alignment` (a power of two or any positive number).

@@ -18,10 +18,15 @@ Grid fold_workgroups(uint64_t count, uint32_t max_per_dimension) {
                    std::to_string(count) + " workgroups do not fit a grid of at most " +
                        std::to_string(max) + " per dimension");
   if (count <= max) return {uint32_t(count), 1, 1};
-  const uint64_t rows = ceil_div(count, max);  // rows of `max` workgroups
-  if (rows <= max) return {uint32_t(max), uint32_t(rows), 1};
+  // Rows (then planes) as few as possible, and x as short as they allow: fewer than y * z extra
+  // workgroups. Rows of the maximum would add up to a whole row: 65536 workgroups would become
+  // 65535 x 2, almost twice the work of launching them, which cost a 1-D kernel 20% of its
+  // bandwidth on the H200 (docs/performance.md).
+  const uint64_t rows = ceil_div(count, max);
   const uint64_t planes = ceil_div(rows, max);
-  return {uint32_t(max), uint32_t(ceil_div(rows, planes)), uint32_t(planes)};
+  const uint64_t rows_per_plane = ceil_div(rows, planes);
+  const uint64_t x = ceil_div(count, rows_per_plane * planes);
+  return {uint32_t(x), uint32_t(rows_per_plane), uint32_t(planes)};
 }
 
 }  // namespace wgml::gpu

@@ -15,8 +15,8 @@ struct Grid {
 };
 
 // A grid that holds `count` workgroups with every dimension at most `max_per_dimension`: exactly
-// {count, 1, 1} when that fits; otherwise x is the maximum and y (then z) as small as possible,
-// so fewer than x * z workgroups are extra. Throws GpuError(TooLarge) for a count above
+// {count, 1, 1} when that fits; otherwise y (then z) as small as possible and x the shortest row
+// that holds the count, so fewer than y * z workgroups are extra. Throws GpuError(TooLarge) for a count above
 // max_per_dimension^3 or a zero limit; a count of 0 gives an empty grid {0, 1, 1}.
 Grid fold_workgroups(uint64_t count, uint32_t max_per_dimension);
 

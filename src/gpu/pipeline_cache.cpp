@@ -26,17 +26,17 @@ class Fnv1a {
   uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
-std::vector<api::BindGroupLayoutEntry> layout_entries(const KernelSpec& spec) {
-  std::vector<api::BindGroupLayoutEntry> entries(spec.bindings.size() + (spec.params_size ? 1 : 0));
+std::vector<WGPUBindGroupLayoutEntry> layout_entries(const KernelSpec& spec) {
+  std::vector<WGPUBindGroupLayoutEntry> entries(spec.bindings.size() + (spec.params_size ? 1 : 0));
   for (size_t i = 0; i < entries.size(); ++i) {
     entries[i].binding = uint32_t(i);
-    entries[i].visibility = api::kShaderStageCompute;
+    entries[i].visibility = WGPUShaderStage_Compute;
     if (i < spec.bindings.size()) {
       entries[i].buffer.type = spec.bindings[i] == Access::Read
-                                   ? api::BufferBindingType::ReadOnlyStorage
-                                   : api::BufferBindingType::Storage;
+                                   ? WGPUBufferBindingType_ReadOnlyStorage
+                                   : WGPUBufferBindingType_Storage;
     } else {
-      entries[i].buffer.type = api::BufferBindingType::Uniform;
+      entries[i].buffer.type = WGPUBufferBindingType_Uniform;
       entries[i].buffer.hasDynamicOffset = 1;
       entries[i].buffer.minBindingSize = spec.params_size;
     }
@@ -48,7 +48,8 @@ std::vector<api::BindGroupLayoutEntry> layout_entries(const KernelSpec& spec) {
 
 bool KernelSpec::same_code(const KernelSpec& other) const {
   return wgsl == other.wgsl && entry_point == other.entry_point && overrides == other.overrides &&
-         bindings == other.bindings && params_size == other.params_size;
+         bindings == other.bindings && params_size == other.params_size &&
+         skip_runtime_checks == other.skip_runtime_checks;
 }
 
 uint64_t kernel_hash(const KernelSpec& spec) {
@@ -62,6 +63,7 @@ uint64_t kernel_hash(const KernelSpec& spec) {
   h.value(spec.bindings.size());
   for (Access a : spec.bindings) h.value(a);
   h.value(spec.params_size);
+  h.value(spec.skip_runtime_checks);
   return h.result();
 }
 
@@ -82,37 +84,40 @@ const Kernel& PipelineCache::get(const KernelSpec& spec) {
 
 std::unique_ptr<Kernel> PipelineCache::compile(const KernelSpec& spec, uint64_t hash) {
   const api::Functions& fn = device_.fn();
-  const api::Device device = device_.handle();
+  const WGPUDevice device = device_.handle();
   auto kernel = std::make_unique<Kernel>();
   kernel->spec = spec;
   kernel->hash = hash;
   Device::ErrorScope scope(device_, "compiling kernel '" + spec.label + "'");
 
-  api::ShaderSourceWGSL source{};
-  source.chain.sType = api::SType::ShaderSourceWGSL;
+  WGPUShaderSourceWGSL source{};
+  source.chain.sType = WGPUSType_ShaderSourceWGSL;
   source.code = view(spec.wgsl);
-  api::ShaderModuleDescriptor module_desc{};
+  WGPUShaderModuleDescriptor module_desc{};
   module_desc.nextInChain = &source.chain;
   module_desc.label = view(spec.label);
-  api::ShaderModule module = fn.DeviceCreateShaderModule(device, &module_desc);
+  WGPUShaderModule module =
+      spec.skip_runtime_checks
+          ? fn.DeviceCreateShaderModuleTrusted(device, &module_desc, WGPUShaderRuntimeChecks_None)
+          : fn.DeviceCreateShaderModule(device, &module_desc);
 
-  const std::vector<api::BindGroupLayoutEntry> entries = layout_entries(spec);
-  api::BindGroupLayoutDescriptor layout_desc{};
+  const std::vector<WGPUBindGroupLayoutEntry> entries = layout_entries(spec);
+  WGPUBindGroupLayoutDescriptor layout_desc{};
   layout_desc.label = view(spec.label);
   layout_desc.entryCount = entries.size();
   layout_desc.entries = entries.data();
   kernel->bind_group_layout = fn.DeviceCreateBindGroupLayout(device, &layout_desc);
 
-  api::PipelineLayoutDescriptor pipeline_layout_desc{};
+  WGPUPipelineLayoutDescriptor pipeline_layout_desc{};
   pipeline_layout_desc.label = view(spec.label);
   pipeline_layout_desc.bindGroupLayoutCount = 1;
   pipeline_layout_desc.bindGroupLayouts = &kernel->bind_group_layout;
   kernel->pipeline_layout = fn.DeviceCreatePipelineLayout(device, &pipeline_layout_desc);
 
-  std::vector<api::ConstantEntry> constants;
+  std::vector<WGPUConstantEntry> constants;
   for (const auto& [name, value] : spec.overrides)
     constants.push_back({nullptr, view(name), value});
-  api::ComputePipelineDescriptor pipeline_desc{};
+  WGPUComputePipelineDescriptor pipeline_desc{};
   pipeline_desc.label = view(spec.label);
   pipeline_desc.layout = kernel->pipeline_layout;
   pipeline_desc.compute.module = module;

@@ -25,6 +25,9 @@ struct KernelSpec {
   std::vector<std::pair<std::string, double>> overrides;  // `override` constants by name
   std::vector<Access> bindings;
   uint32_t params_size = 0;
+  // Compile without the checks wgpu-native injects (every array index clamped into the binding,
+  // every loop bounded). Only for kernels whose own guards keep every index and loop in range.
+  bool skip_runtime_checks = false;
 
   bool same_code(const KernelSpec& other) const;  // equal in everything but the label
 };
@@ -36,9 +39,9 @@ uint64_t kernel_hash(const KernelSpec& spec);
 struct Kernel {
   KernelSpec spec;
   uint64_t hash = 0;
-  api::ComputePipeline pipeline = nullptr;
-  api::BindGroupLayout bind_group_layout = nullptr;
-  api::PipelineLayout pipeline_layout = nullptr;
+  WGPUComputePipeline pipeline = nullptr;
+  WGPUBindGroupLayout bind_group_layout = nullptr;
+  WGPUPipelineLayout pipeline_layout = nullptr;
 };
 
 class PipelineCache {

@@ -13,9 +13,9 @@ Profiler::Profiler(Device& device, BufferPool& pool) : device_(device), pool_(po
     throw GpuError(GpuErrorKind::MissingFeature, op,
                    device.adapter().name + " offers no timestamp queries");
   Device::ErrorScope scope(device, op);
-  api::QuerySetDescriptor desc{};
+  WGPUQuerySetDescriptor desc{};
   desc.label = view("wgml timestamps");
-  desc.type = api::QueryType::Timestamp;
+  desc.type = WGPUQueryType_Timestamp;
   desc.count = kQueryCount;
   queries_ = device.fn().DeviceCreateQuerySet(device.handle(), &desc);
   scope.close();
@@ -36,21 +36,21 @@ uint32_t Profiler::reserve(std::string name, TimingKind kind) {
   return first;
 }
 
-api::PassTimestampWrites Profiler::begin_pass(std::string name, TimingKind kind) {
+WGPUPassTimestampWrites Profiler::begin_pass(std::string name, TimingKind kind) {
   const uint32_t first = reserve(std::move(name), kind);
   return {nullptr, queries_, first, first + 1};
 }
 
-void Profiler::write_op_start(api::ComputePassEncoder pass, std::string name) {
+void Profiler::write_op_start(WGPUComputePassEncoder pass, std::string name) {
   device_.fn().ComputePassEncoderWriteTimestamp(pass, queries_,
                                                 reserve(std::move(name), TimingKind::Op));
 }
 
-void Profiler::write_op_end(api::ComputePassEncoder pass) {
+void Profiler::write_op_end(WGPUComputePassEncoder pass) {
   device_.fn().ComputePassEncoderWriteTimestamp(pass, queries_, slices_.back().first_query + 1);
 }
 
-void Profiler::resolve(api::CommandEncoder encoder) {
+void Profiler::resolve(WGPUCommandEncoder encoder) {
   if (used_ == 0) return;
   const uint64_t bytes = uint64_t(used_) * sizeof(uint64_t);
   const std::string op = "resolving timestamps";

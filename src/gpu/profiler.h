@@ -34,11 +34,11 @@ class Profiler {
   // Recorder side. Each slice takes two queries; has_room() says whether `slices` more fit
   // before resolve() must run (the recorder then submits).
   bool has_room(uint32_t slices) const { return used_ + 2 * slices <= kQueryCount; }
-  api::PassTimestampWrites begin_pass(std::string name, TimingKind kind);
-  void write_op_start(api::ComputePassEncoder pass, std::string name);
-  void write_op_end(api::ComputePassEncoder pass);
+  WGPUPassTimestampWrites begin_pass(std::string name, TimingKind kind);
+  void write_op_start(WGPUComputePassEncoder pass, std::string name);
+  void write_op_end(WGPUComputePassEncoder pass);
   // Records the copy of this submission's timestamps; the recorder calls it before Finish.
-  void resolve(api::CommandEncoder encoder);
+  void resolve(WGPUCommandEncoder encoder);
 
   // Waits for the submitted work and returns the times of every slice recorded since the last
   // collect(), in recording order.
@@ -59,7 +59,7 @@ class Profiler {
 
   Device& device_;
   BufferPool& pool_;
-  api::QuerySet queries_ = nullptr;
+  WGPUQuerySet queries_ = nullptr;
   uint32_t used_ = 0;
   std::vector<Slice> slices_;      // in the commands being recorded
   std::vector<Resolved> pending_;  // submitted or about to be

@@ -71,7 +71,7 @@ void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffe
   const bool op_passes = profiler_ && !profiler_->timestamps_inside_passes();
   if (profiler_ && !profiler_->has_room(op_passes || pass_ ? 1 : 2)) submit();
   const uint32_t params_offset = kernel.spec.params_size ? push_params(params, op) : 0;
-  const api::BindGroup group = bind_group(kernel, buffers, op);
+  const WGPUBindGroup group = bind_group(kernel, buffers, op);
 
   const api::Functions& fn = device_.fn();
   if (op_passes) {
@@ -113,7 +113,7 @@ void Recorder::check_bindings(const Kernel& kernel, std::span<const BufferRange>
   if (params.size() != spec.params_size)
     invalid(op, "kernel '" + spec.label + "' takes " + std::to_string(spec.params_size) +
                     " bytes of parameters, the dispatch gives " + std::to_string(params.size()));
-  const api::Limits& limits = device_.limits();
+  const WGPULimits& limits = device_.limits();
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferRange& b = buffers[i];
     // Built only for a message: this loop runs for every dispatch.
@@ -155,8 +155,8 @@ uint32_t Recorder::push_params(std::span<const std::byte> params, std::string_vi
   return ring_.push(params, op).value();
 }
 
-api::BindGroup Recorder::bind_group(const Kernel& kernel, std::span<const BufferRange> buffers,
-                                    std::string_view op) {
+WGPUBindGroup Recorder::bind_group(const Kernel& kernel, std::span<const BufferRange> buffers,
+                                   std::string_view op) {
   key_.clear();
   key_.push_back(reinterpret_cast<uintptr_t>(kernel.bind_group_layout));
   for (const BufferRange& b : buffers) key_.insert(key_.end(), {b.id, b.offset, b.size});
@@ -169,20 +169,20 @@ api::BindGroup Recorder::bind_group(const Kernel& kernel, std::span<const Buffer
     bind_groups_.clear();
     group_in_pass_ = nullptr;
   }
-  std::vector<api::BindGroupEntry> entries;
+  std::vector<WGPUBindGroupEntry> entries;
   for (size_t i = 0; i < buffers.size(); ++i)
     entries.push_back({nullptr, uint32_t(i), buffers[i].buffer, buffers[i].offset, buffers[i].size,
                        nullptr, nullptr});
   if (kernel.spec.params_size)
     entries.push_back({nullptr, uint32_t(buffers.size()), params.buffer, 0, params.size, nullptr,
                        nullptr});
-  api::BindGroupDescriptor desc{};
+  WGPUBindGroupDescriptor desc{};
   desc.label = view(op);
   desc.layout = kernel.bind_group_layout;
   desc.entryCount = entries.size();
   desc.entries = entries.data();
   Device::ErrorScope scope(device_, "binding the buffers of " + std::string(op));
-  api::BindGroup group = device_.fn().DeviceCreateBindGroup(device_.handle(), &desc);
+  WGPUBindGroup group = device_.fn().DeviceCreateBindGroup(device_.handle(), &desc);
   try {
     scope.close();
   } catch (...) {
@@ -204,7 +204,7 @@ void Recorder::note_op(std::string_view op) {
 void Recorder::begin_encoding() {
   if (encoder_) return;
   scope_.emplace(device_, "recording GPU commands");
-  api::CommandEncoderDescriptor desc{};
+  WGPUCommandEncoderDescriptor desc{};
   desc.label = view("wgml");
   encoder_ = device_.fn().DeviceCreateCommandEncoder(device_.handle(), &desc);
   device_.set_unsubmitted_work(true);
@@ -212,8 +212,8 @@ void Recorder::begin_encoding() {
 
 void Recorder::begin_pass(std::string_view name, TimingKind kind) {
   begin_encoding();
-  api::ComputePassDescriptor desc{};
-  api::PassTimestampWrites writes{};
+  WGPUComputePassDescriptor desc{};
+  WGPUPassTimestampWrites writes{};
   if (profiler_) {
     writes = profiler_->begin_pass(std::string(name), kind);
     desc.timestampWrites = &writes;
@@ -252,7 +252,7 @@ void Recorder::submit() {
   end_pass();
   if (profiler_) profiler_->resolve(encoder_);
   ring_.upload();
-  const api::CommandBuffer commands = fn.CommandEncoderFinish(encoder_, nullptr);
+  const WGPUCommandBuffer commands = fn.CommandEncoderFinish(encoder_, nullptr);
   fn.CommandEncoderRelease(encoder_);
   encoder_ = nullptr;
   const std::string op = first_op_.empty()

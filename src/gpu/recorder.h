@@ -81,8 +81,8 @@ class Recorder {
                       std::span<const std::byte> params, std::string_view op) const;
   Grid check_grid(Grid grid, std::string_view op) const;
   uint32_t push_params(std::span<const std::byte> params, std::string_view op);
-  api::BindGroup bind_group(const Kernel& kernel, std::span<const BufferRange> buffers,
-                            std::string_view op);
+  WGPUBindGroup bind_group(const Kernel& kernel, std::span<const BufferRange> buffers,
+                           std::string_view op);
   void note_op(std::string_view op);
   void begin_encoding();
   void begin_pass(std::string_view name, TimingKind kind);
@@ -97,17 +97,17 @@ class Recorder {
   Profiler* profiler_;
   UniformRing ring_;
 
-  api::CommandEncoder encoder_ = nullptr;
-  api::ComputePassEncoder pass_ = nullptr;
+  WGPUCommandEncoder encoder_ = nullptr;
+  WGPUComputePassEncoder pass_ = nullptr;
   std::optional<Device::ErrorScope> scope_;  // collects the errors of the open recording
   const Kernel* pipeline_in_pass_ = nullptr;
-  api::BindGroup group_in_pass_ = nullptr;
+  WGPUBindGroup group_in_pass_ = nullptr;
   uint32_t dispatches_recorded_ = 0;
   uint64_t passes_begun_ = 0;
   std::string first_op_, last_op_;
   uint64_t submissions_ = 0;
 
-  std::unordered_map<std::vector<uint64_t>, api::BindGroup, KeyHash> bind_groups_;
+  std::unordered_map<std::vector<uint64_t>, WGPUBindGroup, KeyHash> bind_groups_;
   std::vector<uint64_t> key_;  // scratch for bind group lookups
   uint64_t bind_groups_created_ = 0;
 };

@@ -12,7 +12,7 @@ UniformRing::UniformRing(Device& device, uint64_t capacity)
       id_(next_buffer_id()),
       alignment_(device.limits().minUniformBufferOffsetAlignment),
       staged_(capacity) {
-  buffer_ = device.create_buffer(capacity, api::buffer_usage::kUniform | api::buffer_usage::kCopyDst,
+  buffer_ = device.create_buffer(capacity, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst,
                                  "wgml uniform ring", "creating the uniform ring");
 }
 

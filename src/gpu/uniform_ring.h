@@ -36,7 +36,7 @@ class UniformRing {
 
  private:
   Device& device_;
-  api::Buffer buffer_ = nullptr;
+  WGPUBuffer buffer_ = nullptr;
   uint64_t id_;
   uint32_t alignment_;
   std::vector<std::byte> staged_;  // the ring's contents for the submission being recorded

@@ -42,7 +42,7 @@ std::unique_ptr<WebGpuLibrary> try_open(const std::string& path, std::string& wh
   auto lib = std::make_unique<WebGpuLibrary>();
   lib->path = path;
   std::string missing;
-#define WGML_RESOLVE_WEBGPU_FUNCTION(ret, name, ...)                                 \
+#define WGML_RESOLVE_WEBGPU_FUNCTION(name)                                            \
   lib->fn.name = reinterpret_cast<decltype(lib->fn.name)>(dlsym(handle, "wgpu" #name)); \
   if (!lib->fn.name) missing += (missing.empty() ? "wgpu" : ", wgpu") + std::string(#name);
   WGML_WEBGPU_FUNCTIONS(WGML_RESOLVE_WEBGPU_FUNCTION)

@@ -7,11 +7,11 @@
 
 namespace wgml::gpu {
 
-inline api::StringView view(std::string_view s) { return {s.data(), s.size()}; }
+inline WGPUStringView view(std::string_view s) { return {s.data(), s.size()}; }
 
-inline std::string to_string(api::StringView v) {
+inline std::string to_string(WGPUStringView v) {
   if (!v.data) return {};
-  if (v.length == api::kNullTerminated) return std::string(v.data);
+  if (v.length == WGPU_STRLEN) return std::string(v.data);
   return std::string(v.data, v.length);
 }
 

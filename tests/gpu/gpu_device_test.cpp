@@ -106,7 +106,7 @@ TEST_F(GpuDeviceTest, DeviceHasARealAdapterWithItsLimits) {
   EXPECT_TRUE(a.real_device);
   EXPECT_FALSE(a.name.empty());
   EXPECT_NE(a.backend, "Null");
-  const api::Limits& limits = device().limits();
+  const WGPULimits& limits = device().limits();
   EXPECT_GE(limits.maxComputeWorkgroupsPerDimension, 65535u);
   EXPECT_GE(limits.maxStorageBufferBindingSize, 128u << 20);  // the adapter's, not the default
   EXPECT_GE(limits.maxBufferSize, limits.maxStorageBufferBindingSize);

@@ -39,20 +39,21 @@ TEST(FoldWorkgroups, CountsThatFitOneDimensionStayOneDimensional) {
   EXPECT_EQ(fold_workgroups(65535, 65535), (Grid{65535, 1, 1}));
 }
 
-TEST(FoldWorkgroups, LargerCountsFoldIntoRowsOfTheMaximum) {
-  EXPECT_EQ(fold_workgroups(65536, 65535), (Grid{65535, 2, 1}));
-  EXPECT_EQ(fold_workgroups(262144, 65535), (Grid{65535, 5, 1}));  // a 1 GiB vec4 copy
+TEST(FoldWorkgroups, LargerCountsFoldIntoTheFewestRowsOfEqualLength) {
+  EXPECT_EQ(fold_workgroups(65536, 65535), (Grid{32768, 2, 1}));
+  EXPECT_EQ(fold_workgroups(262144, 65535), (Grid{52429, 5, 1}));  // a 1 GiB vec4 copy
   EXPECT_EQ(fold_workgroups(65535ull * 65535, 65535), (Grid{65535, 65535, 1}));
 }
 
 TEST(FoldWorkgroups, CountsAboveASquareUseThreeDimensions) {
-  // 10 per dimension: 101 workgroups need 11 rows of 10 -> 2 planes of 6 rows.
-  EXPECT_EQ(fold_workgroups(101, 10), (Grid{10, 6, 2}));
+  // 10 per dimension: 101 workgroups need 11 rows of 10 -> 2 planes of 6 rows of 9.
+  EXPECT_EQ(fold_workgroups(101, 10), (Grid{9, 6, 2}));
   EXPECT_EQ(fold_workgroups(1000, 10), (Grid{10, 10, 10}));
   for (uint64_t count : {101ull, 555ull, 901ull, 999ull, 1000ull}) {
     const Grid g = fold_workgroups(count, 10);
     EXPECT_GE(g.workgroups(), count);
-    EXPECT_LT(g.workgroups() - count, uint64_t(g.x) * g.z) << count;
+    EXPECT_LT(g.workgroups() - count, uint64_t(g.y) * g.z) << count;
+    EXPECT_LE(g.x, 10u);
     EXPECT_LE(g.y, 10u);
     EXPECT_LE(g.z, 10u);
   }

@@ -4,8 +4,8 @@
 #   tools/webgpu/fetch_webgpu.sh [--dawn] [CACHE_DIR]      (default: <repo>/.cache/webgpu)
 #
 # wgpu-native: PyPI package wgpu; its wheel carries libwgpu_native-release.so and the webgpu.h /
-#              wgpu.h it implements (tests/gpu/webgpu_abi_test.cpp checks wgml's declarations
-#              against them). The configure step of the build records the library's path.
+#              wgpu.h it implements, which src/gpu compiles against. The configure step of the
+#              build finds both there.
 # --dawn:      also Dawn, npm package bun-webgpu-linux-x64 (libwebgpu_wrapper.so, no header), for
 #              bench/gpu_micro/raw, which compares the two implementations. Needs npm.
 #
