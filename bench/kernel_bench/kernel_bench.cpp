@@ -164,7 +164,7 @@ struct CopyWay {
 };
 
 std::unique_ptr<CopyWay> copy_way(GpuContext& gpu, uint64_t bytes) {
-  gpu::KernelSpec k;
+  gpu::KernelSource k;
   k.label = "roofline copy";
   k.wgsl = kCopyWgsl;
   k.bindings = {gpu::Access::Read, gpu::Access::ReadWrite};
@@ -218,27 +218,27 @@ using Ranges = std::map<std::string, gpu::BufferRange>;
 
 // Records the plan's passes as the backend does (plan_runner.cpp), but into the buffers of
 // `ranges` (by tensor name), compiled with or without wgpu-native's runtime checks.
-std::function<void()> direct_dispatches(GpuContext& gpu, const spec::KernelPlan& plan, const Ranges& ranges,
+std::function<void()> direct_dispatches(GpuContext& gpu, const kernel::KernelPlan& plan, const Ranges& ranges,
                                         bool skip_runtime_checks) {
   struct Dispatch {
     const gpu::Kernel* kernel;
     std::vector<gpu::BufferRange> buffers;
-    const spec::PlanPass* pass;
+    const kernel::PlanPass* pass;
   };
   std::vector<Dispatch> dispatches;
-  for (const spec::PlanPass& pass : plan.passes) {
-    gpu::KernelSpec k;
+  for (const kernel::PlanPass& pass : plan.passes) {
+    gpu::KernelSource k;
     k.label = pass.name;
-    k.wgsl = pass.wgsl;
+    k.wgsl = *pass.wgsl;
     k.entry_point = pass.entry_point;
     k.skip_runtime_checks = skip_runtime_checks;
     Dispatch d{nullptr, {}, &pass};
-    for (const spec::PlanBinding& b : pass.bindings) {
-      if (b.role == spec::BindingRole::Params) {
+    for (const kernel::PlanBinding& b : pass.bindings) {
+      if (b.role == kernel::BindingRole::Params) {
         k.params_size = static_cast<uint32_t>(pass.params.size());
         continue;
       }
-      k.bindings.push_back(b.access == spec::BindingAccess::Read ? gpu::Access::Read : gpu::Access::ReadWrite);
+      k.bindings.push_back(b.access == kernel::BindingAccess::Read ? gpu::Access::Read : gpu::Access::ReadWrite);
       d.buffers.push_back(ranges.at(b.tensor));
     }
     d.kernel = &gpu.pipelines().get(k);
@@ -391,7 +391,7 @@ int main(int argc, char** argv) {
       Ranges ranges;
       for (const auto& [name, data] : placed) ranges[name] = data->range();
       std::vector<std::shared_ptr<gpu::PooledBuffer>> outputs;
-      for (const spec::PlanTensor& t : plan.tensors)
+      for (const kernel::PlanTensor& t : plan.tensors)
         if (t.is_output) ranges[t.name] = outputs.emplace_back(backend::webgpu::new_buffer(*gpu, t.gpu_bytes, plan.op))->range();
       for (const bool skip : {false, true})
         ways.emplace_back(skip ? "plan's kernels, direct, runtime checks off" : "plan's kernels, direct",
@@ -402,7 +402,7 @@ int main(int argc, char** argv) {
       const uint32_t count = static_cast<uint32_t>(numel);
       for (const RawVariant& v : raw_variants(c.label)) {
         for (const bool skip : {false, true}) {
-          gpu::KernelSpec k;
+          gpu::KernelSource k;
           k.label = v.label;
           k.wgsl = raw_wgsl(v, dtype);
           k.bindings = {gpu::Access::Read, gpu::Access::Read, gpu::Access::ReadWrite};

@@ -26,7 +26,7 @@ class Fnv1a {
   uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
-std::vector<WGPUBindGroupLayoutEntry> layout_entries(const KernelSpec& spec) {
+std::vector<WGPUBindGroupLayoutEntry> layout_entries(const KernelSource& spec) {
   std::vector<WGPUBindGroupLayoutEntry> entries(spec.bindings.size() + (spec.params_size ? 1 : 0));
   for (size_t i = 0; i < entries.size(); ++i) {
     entries[i].binding = uint32_t(i);
@@ -46,13 +46,13 @@ std::vector<WGPUBindGroupLayoutEntry> layout_entries(const KernelSpec& spec) {
 
 }  // namespace
 
-bool KernelSpec::same_code(const KernelSpec& other) const {
+bool KernelSource::same_code(const KernelSource& other) const {
   return wgsl == other.wgsl && entry_point == other.entry_point && overrides == other.overrides &&
          bindings == other.bindings && params_size == other.params_size &&
          skip_runtime_checks == other.skip_runtime_checks;
 }
 
-uint64_t kernel_hash(const KernelSpec& spec) {
+uint64_t kernel_hash(const KernelSource& spec) {
   Fnv1a h;
   h.text(spec.wgsl);
   h.text(spec.entry_point);
@@ -72,7 +72,7 @@ PipelineCache::~PipelineCache() {
     for (auto& kernel : kernels) release(*kernel);
 }
 
-const Kernel& PipelineCache::get(const KernelSpec& spec) {
+const Kernel& PipelineCache::get(const KernelSource& spec) {
   const uint64_t hash = kernel_hash(spec);
   std::vector<std::unique_ptr<Kernel>>& same_hash = kernels_[hash];
   for (const auto& kernel : same_hash)
@@ -82,7 +82,7 @@ const Kernel& PipelineCache::get(const KernelSpec& spec) {
   return *same_hash.back();
 }
 
-std::unique_ptr<Kernel> PipelineCache::compile(const KernelSpec& spec, uint64_t hash) {
+std::unique_ptr<Kernel> PipelineCache::compile(const KernelSource& spec, uint64_t hash) {
   const api::Functions& fn = device_.fn();
   const WGPUDevice device = device_.handle();
   auto kernel = std::make_unique<Kernel>();

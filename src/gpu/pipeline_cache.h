@@ -18,7 +18,7 @@ enum class Access { Read, ReadWrite };
 // A compute kernel's source and binding interface. Storage buffers are @group(0) @binding(0..n-1)
 // in the order of `bindings`; when params_size > 0 a uniform struct of that many bytes follows
 // at @binding(n), fed from the recorder's uniform ring (a dynamic offset, no buffer per dispatch).
-struct KernelSpec {
+struct KernelSource {
   std::string label;  // names the kernel in errors
   std::string wgsl;
   std::string entry_point = "main";
@@ -29,15 +29,15 @@ struct KernelSpec {
   // every loop bounded). Only for kernels whose own guards keep every index and loop in range.
   bool skip_runtime_checks = false;
 
-  bool same_code(const KernelSpec& other) const;  // equal in everything but the label
+  bool same_code(const KernelSource& other) const;  // equal in everything but the label
 };
 
 // 64-bit FNV-1a over everything same_code() compares.
-uint64_t kernel_hash(const KernelSpec& spec);
+uint64_t kernel_hash(const KernelSource& spec);
 
 // A compiled kernel. Owned by the PipelineCache; valid as long as it is.
 struct Kernel {
-  KernelSpec spec;
+  KernelSource spec;
   uint64_t hash = 0;
   WGPUComputePipeline pipeline = nullptr;
   WGPUBindGroupLayout bind_group_layout = nullptr;
@@ -53,13 +53,13 @@ class PipelineCache {
 
   // The compiled kernel, compiling it on first use. Invalid WGSL or bindings that do not match
   // the shader throw GpuError(Validation) with the implementation's message.
-  const Kernel& get(const KernelSpec& spec);
+  const Kernel& get(const KernelSource& spec);
 
   size_t size() const { return count_; }
   uint64_t compiles() const { return compiles_; }
 
  private:
-  std::unique_ptr<Kernel> compile(const KernelSpec& spec, uint64_t hash);
+  std::unique_ptr<Kernel> compile(const KernelSource& spec, uint64_t hash);
   void release(Kernel& kernel);
 
   Device& device_;

@@ -106,7 +106,7 @@ void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffe
 
 void Recorder::check_bindings(const Kernel& kernel, std::span<const BufferRange> buffers,
                               std::span<const std::byte> params, std::string_view op) const {
-  const KernelSpec& spec = kernel.spec;
+  const KernelSource& spec = kernel.spec;
   if (buffers.size() != spec.bindings.size())
     invalid(op, "kernel '" + spec.label + "' has " + std::to_string(spec.bindings.size()) +
                     " storage bindings, the dispatch gives " + std::to_string(buffers.size()));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/workgroups.h"
 #include "wgml/error.h"
 
 namespace wgml::kernel {
@@ -499,12 +500,10 @@ class Planner {
     const int64_t limit = device_.max_workgroups_per_dimension;
     std::array<int64_t, 3> size{};
     if (pass.workgroups) {
-      // Folding: x*y*z >= n with each within the limit; templates linearise the workgroup id.
       const int64_t n = to_int(pass.workgroups->evaluate(scope), *pass.workgroups, "workgroups");
       if (n < 0) throw Error(ErrorCode::Runtime, pass.workgroups->locate(1, "workgroups is negative: " + std::to_string(n)));
-      const int64_t rows = (n + limit - 1) / limit;
-      size = {std::min(n, limit), std::min(rows, limit), (rows + limit - 1) / limit};
-      if (n == 0) size = {0, 1, 1};
+      const auto folded = fold_workgroup_count(static_cast<uint64_t>(n), static_cast<uint64_t>(limit));
+      for (size_t i = 0; i < 3; ++i) size[i] = static_cast<int64_t>(folded[i]);
     } else {
       const std::optional<Expr>* axes[3] = {&pass.x, &pass.y, &pass.z};
       for (int i = 0; i < 3; ++i) size[static_cast<size_t>(i)] = to_int((*axes[i])->evaluate(scope), **axes[i], std::string(1, "xyz"[i]));

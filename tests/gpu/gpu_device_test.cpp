@@ -140,7 +140,7 @@ TEST_F(GpuDeviceTest, PipelinesCompileOncePerSource) {
   const uint64_t compiles = pipelines().compiles();
   EXPECT_EQ(&axpb(), &first);
   EXPECT_EQ(pipelines().compiles(), compiles);
-  KernelSpec other = first.spec;
+  KernelSource other = first.spec;
   other.wgsl += "\n// a different source text\n";
   EXPECT_NE(&pipelines().get(other), &first);
   EXPECT_EQ(pipelines().compiles(), compiles + 1);

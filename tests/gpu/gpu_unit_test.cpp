@@ -81,23 +81,23 @@ TEST(SizeClass, RoundsUpByAtMostAQuarter) {
 }
 
 TEST(KernelHash, CoversSourceEntryOverridesAndBindingsButNotTheLabel) {
-  KernelSpec base{"a", "@compute @workgroup_size(1) fn main() {}", "main", {{"n", 4}},
+  KernelSource base{"a", "@compute @workgroup_size(1) fn main() {}", "main", {{"n", 4}},
                   {Access::Read, Access::ReadWrite}, 16};
-  KernelSpec relabelled = base;
+  KernelSource relabelled = base;
   relabelled.label = "b";
   EXPECT_EQ(kernel_hash(base), kernel_hash(relabelled));
   EXPECT_TRUE(base.same_code(relabelled));
 
   auto differs = [&](auto change) {
-    KernelSpec other = base;
+    KernelSource other = base;
     change(other);
     return kernel_hash(other) != kernel_hash(base) && !other.same_code(base);
   };
-  EXPECT_TRUE(differs([](KernelSpec& k) { k.wgsl += " "; }));
-  EXPECT_TRUE(differs([](KernelSpec& k) { k.entry_point = "other"; }));
-  EXPECT_TRUE(differs([](KernelSpec& k) { k.overrides[0].second = 8; }));
-  EXPECT_TRUE(differs([](KernelSpec& k) { k.bindings[0] = Access::ReadWrite; }));
-  EXPECT_TRUE(differs([](KernelSpec& k) { k.params_size = 32; }));
+  EXPECT_TRUE(differs([](KernelSource& k) { k.wgsl += " "; }));
+  EXPECT_TRUE(differs([](KernelSource& k) { k.entry_point = "other"; }));
+  EXPECT_TRUE(differs([](KernelSource& k) { k.overrides[0].second = 8; }));
+  EXPECT_TRUE(differs([](KernelSource& k) { k.bindings[0] = Access::ReadWrite; }));
+  EXPECT_TRUE(differs([](KernelSource& k) { k.params_size = 32; }));
 }
 
 AdapterDescription adapter(size_t index, std::string name, AdapterKind kind, bool real = true) {

@@ -298,8 +298,9 @@ TEST_F(SpecEngine, WorkgroupsFoldIntoXYZByTheDeviceLimit) {
   const auto dispatch = [&](int64_t n) { return plan(j, scale_request(DType::Float32, {n}), small).passes[0].dispatch; };
   EXPECT_EQ(dispatch(3), (std::array<uint32_t, 3>{3, 1, 1}));
   EXPECT_EQ(dispatch(4), (std::array<uint32_t, 3>{4, 1, 1}));
-  EXPECT_EQ(dispatch(9), (std::array<uint32_t, 3>{4, 3, 1}));
-  EXPECT_EQ(dispatch(17), (std::array<uint32_t, 3>{4, 4, 2}));
+  // Rows of equal length, as few as possible: 9 = 3 x 3, 17 <= 3 x 3 x 2 (not 4 x 4 x 2).
+  EXPECT_EQ(dispatch(9), (std::array<uint32_t, 3>{3, 3, 1}));
+  EXPECT_EQ(dispatch(17), (std::array<uint32_t, 3>{3, 3, 2}));
   EXPECT_EQ(dispatch(64), (std::array<uint32_t, 3>{4, 4, 4}));
   EXPECT_EQ(dispatch(0), (std::array<uint32_t, 3>{0, 1, 1}));
   EXPECT_THAT(error_of([&] { dispatch(65); }, ErrorCode::Runtime), HasSubstr("dispatch z = 5 lies outside [0, 4]"));

@@ -123,7 +123,7 @@ const gpu::Kernel* GpuContext::find_kernel(const kernel::PlanPass& pass) const {
   return it == kernels_.end() ? nullptr : it->second;
 }
 
-const gpu::Kernel& GpuContext::add_kernel(const kernel::PlanPass& pass, const gpu::KernelSpec& kernel) {
+const gpu::Kernel& GpuContext::add_kernel(const kernel::PlanPass& pass, const gpu::KernelSource& kernel) {
   if (kernels_.size() >= kMaxCachedPlans) kernels_.clear();
   const gpu::Kernel& compiled = pipelines_.get(kernel);
   kernels_.emplace(pass.wgsl, &compiled);

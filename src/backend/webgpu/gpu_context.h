@@ -61,7 +61,7 @@ class GpuContext {
   // the render cache), so a dispatch neither copies nor hashes the source.
   const gpu::Kernel* find_kernel(const kernel::PlanPass& pass) const;
   // Compiles (or finds in the pipeline cache) `kernel`, the interface of `pass`, and remembers it.
-  const gpu::Kernel& add_kernel(const kernel::PlanPass& pass, const gpu::KernelSpec& kernel);
+  const gpu::Kernel& add_kernel(const kernel::PlanPass& pass, const gpu::KernelSource& kernel);
 
   // Work done besides running kernels, since the context was made: what a steady decode step
   // must not do (each a counter that only grows).

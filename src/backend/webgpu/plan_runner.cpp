@@ -33,8 +33,8 @@ std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& c
 
 // The pipeline interface of a pass: storage bindings first, in index order, then at most one
 // params uniform, as gpu::Recorder binds them.
-gpu::KernelSpec kernel_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass) {
-  gpu::KernelSpec k;
+gpu::KernelSource kernel_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass) {
+  gpu::KernelSource k;
   k.label = pass.name;
   k.wgsl = *pass.wgsl;
   k.entry_point = pass.entry_point;
