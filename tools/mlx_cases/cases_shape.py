@@ -166,7 +166,12 @@ def transpose_cases():
     return [simple(f"perm_{'_'.join(map(str, p))}".replace("-", "m"), "TransposeNode", x, mx.transpose(x, p), perm=p)
             for x, p in ((d.floats((2, 3)), [1, 0]), (d.floats((2, 3, 4)), [2, 0, 1]),
                          (d.ints((2, 1, 3), mx.int8), [0, 2, 1]), (d.floats((2, 3, 4)), [-1, -3, -2]),
-                         (d.floats((0, 3)), [1, 0]))]
+                         (d.floats((0, 3)), [1, 0]))] + [
+        # Matrix transposes larger than one 32 x 32 tile, with partial tiles (the tiled variant).
+        simple(name, "TransposeNode", x, mx.transpose(x, p), perm=p)
+        for name, x, p in (("tiles_f32", d.floats((33, 70)), [1, 0]),
+                           ("tiles_batched_f16", d.floats((2, 3, 37, 65), mx.float16), [0, 1, 3, 2]),
+                           ("tiles_int8", d.ints((3, 40, 5), mx.int8), [0, 2, 1]))]
 
 
 def as_strided_cases():
