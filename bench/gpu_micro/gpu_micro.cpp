@@ -137,8 +137,7 @@ struct Bench {
 
 // Times `record` (which records one batch) plus submit and wait: one warm-up, then the best of
 // `runs`. Returns {best total seconds, best recording seconds}.
-std::pair<double, double> time_batches(Recorder& recorder, uint32_t runs,
-                                       const std::function<void()>& record) {
+std::pair<double, double> time_batches(Recorder& recorder, uint32_t runs, const std::function<void()>& record) {
   record();
   recorder.finish();
   double best_total = 1e30, best_record = 1e30;
@@ -155,8 +154,7 @@ std::pair<double, double> time_batches(Recorder& recorder, uint32_t runs,
 // Records one batch with GPU timestamps, appends its slices to `trace` (after the slices already
 // there) and returns the summed GPU time of its dispatches in nanoseconds (0 when the device has
 // no timestamps).
-double profile_batch(Bench& b, const std::function<void(Recorder&)>& record,
-                     std::vector<TraceSlice>& trace) {
+double profile_batch(Bench& b, const std::function<void(Recorder&)>& record, std::vector<TraceSlice>& trace) {
   if (!b.device.features().timestamp_query) return 0;
   Profiler profiler(b.device, b.pool);
   Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun}, &profiler);
@@ -180,8 +178,7 @@ json measure_copy(Bench& b, std::vector<TraceSlice>& trace) {
   const WGPULimits& limits = b.device.limits();
   uint64_t bytes = std::min<uint64_t>(b.options.copy_mib << 20, limits.maxStorageBufferBindingSize);
   bytes = bytes / 4096 * 4096;  // whole workgroups of 256 vec4
-  const Kernel& kernel =
-      b.pipelines.get({"copy", kCopyWgsl, "main", {}, {Access::Read, Access::ReadWrite}, 0});
+  const Kernel& kernel = b.pipelines.get({"copy", kCopyWgsl, "main", {}, {Access::Read, Access::ReadWrite}, 0});
   PooledBuffer src = b.pool.acquire(bytes, BufferKind::Storage, "copy source");
   PooledBuffer dst = b.pool.acquire(bytes, BufferKind::Storage, "copy destination");
   Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun});
@@ -206,8 +203,8 @@ json measure_copy(Bench& b, std::vector<TraceSlice>& trace) {
 
   const auto got_head = recorder.read(dst.range(0, probe), "copy check");
   const auto got_tail = recorder.read(dst.range(bytes - probe, probe), "copy check");
-  const bool verified = std::memcmp(got_head.data(), head.data(), probe) == 0 &&
-                        std::memcmp(got_tail.data(), tail.data(), probe) == 0;
+  const bool verified =
+      std::memcmp(got_head.data(), head.data(), probe) == 0 && std::memcmp(got_tail.data(), tail.data(), probe) == 0;
   const Grid grid = fold_workgroups(workgroups, limits.maxComputeWorkgroupsPerDimension);
   json result = {{"bytes", bytes},
                  {"grid", {grid.x, grid.y, grid.z}},
@@ -216,16 +213,13 @@ json measure_copy(Bench& b, std::vector<TraceSlice>& trace) {
                  {"gb_per_s_read_plus_write", moved / total_s / 1e9},
                  {"verified", verified}};
   if (!b.options.trace_path.empty())
-    if (const double gpu_ns = profile_batch(b, record, trace); gpu_ns > 0)
-      result["gpu_timestamp_gb_per_s"] = moved / gpu_ns;
+    if (const double gpu_ns = profile_batch(b, record, trace); gpu_ns > 0) result["gpu_timestamp_gb_per_s"] = moved / gpu_ns;
   return result;
 }
 
 json measure_dispatch(Bench& b, std::vector<TraceSlice>& trace) {
-  const Kernel& with_params =
-      b.pipelines.get({"count", kCountWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
-  const Kernel& plain =
-      b.pipelines.get({"count plain", kCountPlainWgsl, "main", {}, {Access::ReadWrite}, 0});
+  const Kernel& with_params = b.pipelines.get({"count", kCountWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
+  const Kernel& plain = b.pipelines.get({"count plain", kCountPlainWgsl, "main", {}, {Access::ReadWrite}, 0});
   PooledBuffer counter = b.pool.acquire(4, BufferKind::Storage, "dispatch counter");
   const BufferRange bindings[] = {counter.range()};
   const uint32_t n = b.options.dispatches;
@@ -240,12 +234,10 @@ json measure_dispatch(Bench& b, std::vector<TraceSlice>& trace) {
   json result = {{"dispatches_per_batch", n}};
   bool verified = true;
   // Each variant starts the counter at 0 and expects (warm-up + runs) * n at the end.
-  auto measure = [&](const char* name, RecorderOptions options,
-                     const std::function<void(Recorder&)>& batch) {
+  auto measure = [&](const char* name, RecorderOptions options, const std::function<void(Recorder&)>& batch) {
     Recorder recorder(b.device, b.pool, options);
     recorder.upload(counter.range(), bytes_of(uint32_t{0}), "zero the counter");
-    const auto [total_s, record_s] =
-        time_batches(recorder, b.options.runs, [&] { batch(recorder); });
+    const auto [total_s, record_s] = time_batches(recorder, b.options.runs, [&] { batch(recorder); });
     const auto got = recorder.read(counter.range(), "read the counter");
     uint32_t count;
     std::memcpy(&count, got.data(), 4);
@@ -268,17 +260,14 @@ json measure_dispatch(Bench& b, std::vector<TraceSlice>& trace) {
 }
 
 json measure_fma(Bench& b) {
-  const uint32_t workgroups =
-      std::min(b.options.fma_workgroups, b.device.limits().maxComputeWorkgroupsPerDimension);
+  const uint32_t workgroups = std::min(b.options.fma_workgroups, b.device.limits().maxComputeWorkgroupsPerDimension);
   const uint64_t threads = uint64_t(workgroups) * 256;
-  const Kernel& kernel =
-      b.pipelines.get({"fma", kFmaWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
+  const Kernel& kernel = b.pipelines.get({"fma", kFmaWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
   PooledBuffer out = b.pool.acquire(threads * 16, BufferKind::Storage, "fma output");
   const BufferRange bindings[] = {out.range()};
   Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun});
-  const auto [total_s, record_s] = time_batches(recorder, b.options.runs, [&] {
-    recorder.dispatch(kernel, bindings, bytes_of(b.options.fma_iters), workgroups, "fma");
-  });
+  const auto [total_s, record_s] = time_batches(
+      recorder, b.options.runs, [&] { recorder.dispatch(kernel, bindings, bytes_of(b.options.fma_iters), workgroups, "fma"); });
   const double flop = double(threads) * b.options.fma_iters * 128.0;
 
   // Thread 0 against the same recurrence on the CPU (single-precision fma).
@@ -294,12 +283,8 @@ json measure_fma(Bench& b) {
     const float want = chains[0] + chains[1] + chains[2] + chains[3];
     verified = verified && std::fabs(got[lane] - want) <= 1e-3f * std::max(1.0f, std::fabs(want));
   }
-  return {{"workgroups", workgroups},
-          {"iters", b.options.fma_iters},
-          {"flop", flop},
-          {"ms", total_s * 1e3},
-          {"tflop_per_s", flop / total_s / 1e12},
-          {"verified", verified}};
+  return {{"workgroups", workgroups}, {"iters", b.options.fma_iters},         {"flop", flop},
+          {"ms", total_s * 1e3},      {"tflop_per_s", flop / total_s / 1e12}, {"verified", verified}};
 }
 
 json describe(const Device& device) {
@@ -308,17 +293,23 @@ json describe(const Device& device) {
   const DeviceFeatures& f = device.features();
   return {{"library", device.library().path},
           {"implementation_version", device.library().version_string()},
-          {"adapter", {{"name", a.name}, {"vendor", a.vendor}, {"driver", a.driver},
-                       {"backend", a.backend}, {"kind", adapter_kind_name(a.kind)}}},
-          {"limits", {{"maxStorageBufferBindingSize", l.maxStorageBufferBindingSize},
-                      {"maxBufferSize", l.maxBufferSize},
-                      {"maxComputeWorkgroupsPerDimension", l.maxComputeWorkgroupsPerDimension},
-                      {"minStorageBufferOffsetAlignment", l.minStorageBufferOffsetAlignment},
-                      {"minUniformBufferOffsetAlignment", l.minUniformBufferOffsetAlignment}}},
-          {"features", {{"timestamp_query", f.timestamp_query},
-                        {"timestamps_inside_passes", f.timestamps_inside_passes},
-                        {"shader_f16", f.shader_f16},
-                        {"subgroups", f.subgroups}}}};
+          {"adapter",
+           {{"name", a.name},
+            {"vendor", a.vendor},
+            {"driver", a.driver},
+            {"backend", a.backend},
+            {"kind", adapter_kind_name(a.kind)}}},
+          {"limits",
+           {{"maxStorageBufferBindingSize", l.maxStorageBufferBindingSize},
+            {"maxBufferSize", l.maxBufferSize},
+            {"maxComputeWorkgroupsPerDimension", l.maxComputeWorkgroupsPerDimension},
+            {"minStorageBufferOffsetAlignment", l.minStorageBufferOffsetAlignment},
+            {"minUniformBufferOffsetAlignment", l.minUniformBufferOffsetAlignment}}},
+          {"features",
+           {{"timestamp_query", f.timestamp_query},
+            {"timestamps_inside_passes", f.timestamps_inside_passes},
+            {"shader_f16", f.shader_f16},
+            {"subgroups", f.subgroups}}}};
 }
 
 uint64_t parse_count(const std::string& flag, const char* text) {
@@ -335,15 +326,24 @@ Options parse_options(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) throw Error(ErrorCode::InvalidArgument, flag + " needs a value (see gpu_micro.cpp)");
     const char* value = argv[++i];
-    if (flag == "--adapter") o.adapter = value;
-    else if (flag == "--trace") o.trace_path = value;
-    else if (flag == "--copy-mib") o.copy_mib = parse_count(flag, value);
-    else if (flag == "--copy-reps") o.copy_reps = uint32_t(parse_count(flag, value));
-    else if (flag == "--runs") o.runs = uint32_t(parse_count(flag, value));
-    else if (flag == "--dispatches") o.dispatches = uint32_t(parse_count(flag, value));
-    else if (flag == "--fma-workgroups") o.fma_workgroups = uint32_t(parse_count(flag, value));
-    else if (flag == "--fma-iters") o.fma_iters = uint32_t(parse_count(flag, value));
-    else throw Error(ErrorCode::InvalidArgument, "unknown option " + flag + " (see gpu_micro.cpp)");
+    if (flag == "--adapter")
+      o.adapter = value;
+    else if (flag == "--trace")
+      o.trace_path = value;
+    else if (flag == "--copy-mib")
+      o.copy_mib = parse_count(flag, value);
+    else if (flag == "--copy-reps")
+      o.copy_reps = uint32_t(parse_count(flag, value));
+    else if (flag == "--runs")
+      o.runs = uint32_t(parse_count(flag, value));
+    else if (flag == "--dispatches")
+      o.dispatches = uint32_t(parse_count(flag, value));
+    else if (flag == "--fma-workgroups")
+      o.fma_workgroups = uint32_t(parse_count(flag, value));
+    else if (flag == "--fma-iters")
+      o.fma_iters = uint32_t(parse_count(flag, value));
+    else
+      throw Error(ErrorCode::InvalidArgument, "unknown option " + flag + " (see gpu_micro.cpp)");
   }
   return o;
 }
@@ -356,8 +356,7 @@ int run(int argc, char** argv) {
   BufferPool pool(device);
   PipelineCache pipelines(device);
   Bench bench{device, pool, pipelines, options};
-  std::cerr << "gpu_micro: wgpu-native " << device.library().version_string() << " on "
-            << device.adapter().summary() << "\n";
+  std::cerr << "gpu_micro: wgpu-native " << device.library().version_string() << " on " << device.adapter().summary() << "\n";
 
   std::vector<TraceSlice> trace;
   json result = describe(device);
@@ -366,8 +365,7 @@ int run(int argc, char** argv) {
   result["fma"] = measure_fma(bench);
   if (!options.trace_path.empty()) write_chrome_trace(options.trace_path, trace);
   std::cout << result.dump(2) << std::endl;
-  const bool verified = result["copy"]["verified"] && result["dispatch"]["verified"] &&
-                        result["fma"]["verified"];
+  const bool verified = result["copy"]["verified"] && result["dispatch"]["verified"] && result["fma"]["verified"];
   return verified ? 0 : 2;
 }
 

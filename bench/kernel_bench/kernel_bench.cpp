@@ -89,9 +89,7 @@ struct Timing {
   std::vector<double> batch_us;  // every batch's time per repetition, in order
 };
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // The GPU time of the dispatches recorded since the last call, from the profiler's timestamps.
 double gpu_dispatch_seconds(GpuContext& gpu) {
@@ -174,8 +172,8 @@ std::unique_ptr<CopyWay> copy_way(GpuContext& gpu, uint64_t bytes) {
   c->dst = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline dst");
   const std::vector<gpu::BufferRange> ranges = {c->src.range(), c->dst.range()};
   c->way = Way{"vec4 copy of the output's size (read + write)", [&gpu, &kernel, ranges, bytes] {
-              gpu.recorder().dispatch(kernel, ranges, {}, (bytes / 16 + 255) / 256, "roofline copy");
-            }};
+                 gpu.recorder().dispatch(kernel, ranges, {}, (bytes / 16 + 255) / 256, "roofline copy");
+               }};
   return c;
 }
 
@@ -195,15 +193,22 @@ std::vector<OpCase> op_cases(const Options& o) {
   const Tensor row = random_floats(DType::Float32, {cols}, 3);
   const Tensor h = random_floats(DType::Float16, {n}, 4), g = random_floats(DType::Float16, {n}, 5);
   const Tensor square = random_floats(DType::Float32, {side, side}, 6);
-  cases.push_back({"Add f32 [n] + [n]", "Add", {{"a", a}, {"b", b}}, {}, 12.0 * n,
-                   [=](int64_t k) { return double(float(at(a, k) + at(b, k))); }});
-  cases.push_back({"Add f32 [n/4096, 4096] + [4096]", "Add", {{"a", a.reshaped({rows, cols})}, {"b", row}}, {}, 8.0 * n,
-                   [=](int64_t k) { return double(float(at(a, k) + at(row, k % cols))); }});
+  cases.push_back({"Add f32 [n] + [n]", "Add", {{"a", a}, {"b", b}}, {}, 12.0 * n, [=](int64_t k) {
+                     return double(float(at(a, k) + at(b, k)));
+                   }});
+  cases.push_back(
+      {"Add f32 [n/4096, 4096] + [4096]", "Add", {{"a", a.reshaped({rows, cols})}, {"b", row}}, {}, 8.0 * n, [=](int64_t k) {
+         return double(float(at(a, k) + at(row, k % cols)));
+       }});
   cases.push_back({"Exp f32 [n]", "Exp", {{"x", a}}, {}, 8.0 * n, [=](int64_t k) { return std::exp(at(a, k)); }});
-  cases.push_back({"Multiply f16 [n] * [n]", "Multiply", {{"a", h}, {"b", g}}, {}, 6.0 * n,
-                   [=](int64_t k) { return at(h, k) * at(g, k); }});
-  cases.push_back({"Transpose f32 [s, s]", "Transpose", {{"x", square}}, {{"perm", kernel::Value::int_list({1, 0})}},
-                   8.0 * side * side, [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
+  cases.push_back(
+      {"Multiply f16 [n] * [n]", "Multiply", {{"a", h}, {"b", g}}, {}, 6.0 * n, [=](int64_t k) { return at(h, k) * at(g, k); }});
+  cases.push_back({"Transpose f32 [s, s]",
+                   "Transpose",
+                   {{"x", square}},
+                   {{"perm", kernel::Value::int_list({1, 0})}},
+                   8.0 * side * side,
+                   [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
   return cases;
 }
 
@@ -279,8 +284,7 @@ std::vector<RawVariant> raw_variants(const std::string& label) {
       "  let i = id.x + id.y * n.x * 256u;\n";
   if (label == "Add f32 [n] + [n]") {
     return {
-        {"copy-style: global id, arrayLength guard",
-         global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] + b[i]; }\n}\n"},
+        {"copy-style: global id, arrayLength guard", global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] + b[i]; }\n}\n"},
         {"spec-style: workgroup ids linearised, params.count guard",
          "@compute @workgroup_size(256)\n"
          "fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>,\n"
@@ -336,11 +340,11 @@ double check_ends(GpuContext& gpu, const OpCase& c, DType dtype, const gpu::Buff
   double worst = 0;
   for (const int64_t first : {int64_t(0), numel - count}) {
     const std::vector<std::byte> bytes = gpu.recorder().read(
-        {out.buffer, out.id, out.offset + static_cast<uint64_t>(first * size), static_cast<uint64_t>(count * size)},
-        "raw check");
+        {out.buffer, out.id, out.offset + static_cast<uint64_t>(first * size), static_cast<uint64_t>(count * size)}, "raw check");
     for (int64_t k = 0; k < count; ++k) {
       const double want = c.expected(first + k);
-      worst = std::max(worst, std::fabs(load_as_double(dtype, reinterpret_cast<const uint8_t*>(bytes.data()), k) - want) / std::max(1.0, std::fabs(want)));
+      worst = std::max(worst, std::fabs(load_as_double(dtype, reinterpret_cast<const uint8_t*>(bytes.data()), k) - want) /
+                                  std::max(1.0, std::fabs(want)));
     }
   }
   return worst;
@@ -350,14 +354,22 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--adapter") o.adapter = value;
-    else if (flag == "--mib") o.mib = std::stoull(value);
-    else if (flag == "--reps") o.reps = std::stoi(value);
-    else if (flag == "--runs") o.runs = std::stoi(value);
-    else if (flag == "--json") o.json_path = value;
-    else if (flag == "--tunable") o.tunables.push_back(value);
-    else if (flag == "--gpu-timestamps") o.gpu_timestamps = value == "1";
-    else throw Error(ErrorCode::InvalidArgument, "unknown option " + flag);
+    if (flag == "--adapter")
+      o.adapter = value;
+    else if (flag == "--mib")
+      o.mib = std::stoull(value);
+    else if (flag == "--reps")
+      o.reps = std::stoi(value);
+    else if (flag == "--runs")
+      o.runs = std::stoi(value);
+    else if (flag == "--json")
+      o.json_path = value;
+    else if (flag == "--tunable")
+      o.tunables.push_back(value);
+    else if (flag == "--gpu-timestamps")
+      o.gpu_timestamps = value == "1";
+    else
+      throw Error(ErrorCode::InvalidArgument, "unknown option " + flag);
   }
   return o;
 }
@@ -416,12 +428,12 @@ int main(int argc, char** argv) {
           const gpu::Grid grid = v.balanced_fold
                                      ? balanced_fold(workgroups, gpu->device().limits().maxComputeWorkgroupsPerDimension)
                                      : gpu::fold_workgroups(workgroups, gpu->device().limits().maxComputeWorkgroupsPerDimension);
-          ways.emplace_back(how, [&gpu, &kernel, buffers, params, grid, how] {
-            gpu->recorder().dispatch(kernel, buffers, params, grid, how);
-          });
+          ways.emplace_back(
+              how, [&gpu, &kernel, buffers, params, grid, how] { gpu->recorder().dispatch(kernel, buffers, params, grid, how); });
           ways.back().record();
           const double raw_error = check_ends(*gpu, c, dtype, ranges.at("out"), numel);
-          if (raw_error > 2e-3) throw Error(ErrorCode::Runtime, how + ": result differs from the CPU by " + std::to_string(raw_error));
+          if (raw_error > 2e-3)
+            throw Error(ErrorCode::Runtime, how + ": result differs from the CPU by " + std::to_string(raw_error));
         }
       }
 
@@ -432,10 +444,14 @@ int main(int argc, char** argv) {
       for (size_t w = 1; w < ways.size(); ++w) {
         const Timing& t = ways[w].timing;
         const double gbps = c.bytes / t.seconds / 1e9;
-        std::printf("  %-74s %8.1f us (recording %5.1f us) %5.0f GB/s %5.1f%% of copy", ways[w].how.c_str(),
-                    t.seconds * 1e6, t.record_seconds * 1e6, gbps, 100.0 * gbps * 1e9 / copy_bps);
-        nlohmann::json j = {{"how", ways[w].how}, {"us", t.seconds * 1e6}, {"record_us", t.record_seconds * 1e6},
-                            {"gbps", gbps}, {"ratio_to_copy", gbps * 1e9 / copy_bps}, {"batch_us", t.batch_us}};
+        std::printf("  %-74s %8.1f us (recording %5.1f us) %5.0f GB/s %5.1f%% of copy", ways[w].how.c_str(), t.seconds * 1e6,
+                    t.record_seconds * 1e6, gbps, 100.0 * gbps * 1e9 / copy_bps);
+        nlohmann::json j = {{"how", ways[w].how},
+                            {"us", t.seconds * 1e6},
+                            {"record_us", t.record_seconds * 1e6},
+                            {"gbps", gbps},
+                            {"ratio_to_copy", gbps * 1e9 / copy_bps},
+                            {"batch_us", t.batch_us}};
         if (o.gpu_timestamps) {
           std::printf("; GPU timestamps %8.1f us %5.0f GB/s", t.gpu_seconds * 1e6, c.bytes / t.gpu_seconds / 1e9);
           j["gpu_us"] = t.gpu_seconds * 1e6;

@@ -47,8 +47,10 @@ kernel::KernelRequest cache_write(int64_t position, int64_t tokens) {
   kernel::KernelRequest r;
   r.inputs["dst"] = {DType::Float32, {1, 8, 1024, 128}};
   r.inputs["update"] = {DType::Float32, {1, 8, tokens, 128}};
-  r.attributes = {{"axis", kernel::Value(int64_t{2})}, {"start", kernel::Value(position)},
-                  {"stop", kernel::Value(position + tokens)}, {"step", kernel::Value(int64_t{1})}};
+  r.attributes = {{"axis", kernel::Value(int64_t{2})},
+                  {"start", kernel::Value(position)},
+                  {"stop", kernel::Value(position + tokens)},
+                  {"step", kernel::Value(int64_t{1})}};
   r.may_alias = {{"dst", "out"}};
   return r;
 }
@@ -57,8 +59,10 @@ kernel::KernelRequest cache_write(int64_t position, int64_t tokens) {
 kernel::KernelRequest cache_read(int64_t length) {
   kernel::KernelRequest r;
   r.inputs["x"] = {DType::Float32, {1, 8, 1024, 128}};
-  r.attributes = {{"axis", kernel::Value(int64_t{2})}, {"start", kernel::Value(int64_t{0})},
-                  {"stop", kernel::Value(length)}, {"step", kernel::Value(int64_t{1})}};
+  r.attributes = {{"axis", kernel::Value(int64_t{2})},
+                  {"start", kernel::Value(int64_t{0})},
+                  {"stop", kernel::Value(length)},
+                  {"step", kernel::Value(int64_t{1})}};
   return r;
 }
 
@@ -86,9 +90,7 @@ void bench_op(GpuContext& gpu, const char* name, int calls, const std::function<
   report(name, "plan hit", measure(calls, [&](int) { gpu.plan(spec, same); }));
   // Distinct requests of one shape class: every call a plan miss, every render a cache hit.
   report(name, "render hit", measure(calls, [&](int i) { gpu.plan(spec, request(i)); }));
-  report(name, "render", measure(calls / 10, [&](int i) {
-           gpu.engine().plan(spec, request(i), gpu.caps(), gpu.tunables());
-         }));
+  report(name, "render", measure(calls / 10, [&](int i) { gpu.engine().plan(spec, request(i), gpu.caps(), gpu.tunables()); }));
 }
 
 }  // namespace
@@ -98,9 +100,12 @@ int main(int argc, char** argv) {
   int calls = 2000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--adapter") options.adapter = argv[i + 1];
-    else if (flag == "--calls") calls = std::atoi(argv[i + 1]);
-    else return std::fprintf(stderr, "usage: plan_bench [--adapter SEL] [--calls N]\n"), 2;
+    if (flag == "--adapter")
+      options.adapter = argv[i + 1];
+    else if (flag == "--calls")
+      calls = std::atoi(argv[i + 1]);
+    else
+      return std::fprintf(stderr, "usage: plan_bench [--adapter SEL] [--calls N]\n"), 2;
   }
   try {
     GpuContext gpu(options);

@@ -17,11 +17,11 @@ namespace wgml {
 struct SessionOptions {
   // "cpu" (the reference backend) or "webgpu" (nodes with kernels on the GPU, the rest on the CPU).
   std::string device = "cpu";
-  std::string constants_path;     // constants for a standalone .mlxg payload
-  std::string adapter;            // webgpu: an adapter index or part of its name; empty for the best
+  std::string constants_path;         // constants for a standalone .mlxg payload
+  std::string adapter;                // webgpu: an adapter index or part of its name; empty for the best
   std::vector<std::string> tunables;  // webgpu: "Op.NAME=VALUE" kernel tunable overrides
-  std::string tunables_file;      // webgpu: a per-adapter tunables JSON file
-  bool profile = false;           // webgpu: time every GPU dispatch (Session::profile)
+  std::string tunables_file;          // webgpu: a per-adapter tunables JSON file
+  bool profile = false;               // webgpu: time every GPU dispatch (Session::profile)
 };
 
 // Time spent per op kind, summed over the runs since the last call of Session::profile().
@@ -44,7 +44,7 @@ struct RunStats {
 // One program input or output as the model declares it.
 struct IoInfo {
   std::string name;
-  std::string kind;           // "tensor", "int", "float", "bool"
+  std::string kind;  // "tensor", "int", "float", "bool"
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;  // -1 for dynamic dims
 };

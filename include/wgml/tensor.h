@@ -23,8 +23,7 @@ class Tensor {
   // Zero-filled tensor.
   Tensor(DType dtype, Shape shape);
   // Read-only view of external bytes kept alive by `owner`; the caller checked the size.
-  static Tensor view(DType dtype, Shape shape, std::shared_ptr<const void> owner,
-                     const uint8_t* data);
+  static Tensor view(DType dtype, Shape shape, std::shared_ptr<const void> owner, const uint8_t* data);
   // A copy of `bytes` (nbytes of dtype x shape).
   static Tensor from_bytes(DType dtype, Shape shape, const void* bytes);
 
@@ -40,9 +39,13 @@ class Tensor {
   // Detaches shared or read-only storage first, so writes never alias another tensor.
   uint8_t* mutable_data();
   template <class T>
-  const T* data_as() const { return reinterpret_cast<const T*>(data()); }
+  const T* data_as() const {
+    return reinterpret_cast<const T*>(data());
+  }
   template <class T>
-  T* mutable_data_as() { return reinterpret_cast<T*>(mutable_data()); }
+  T* mutable_data_as() {
+    return reinterpret_cast<T*>(mutable_data());
+  }
 
   // Same bytes, new shape of equal element count (no copy).
   Tensor reshaped(Shape shape) const;

@@ -45,14 +45,11 @@ struct Session::Impl {
   backend::webgpu::Placement placement_seen;  // placement counts already reported
   RunStats last_run;
 
-  const backend::webgpu::WebGpuBackend* gpu() const {
-    return dynamic_cast<const backend::webgpu::WebGpuBackend*>(backend.get());
-  }
+  const backend::webgpu::WebGpuBackend* gpu() const { return dynamic_cast<const backend::webgpu::WebGpuBackend*>(backend.get()); }
 };
 
 Session::Session(const std::string& path, SessionOptions options) : impl_(std::make_unique<Impl>()) {
-  auto model = std::make_shared<ir::Model>(
-      frontend::load_model(path, frontend::LoadOptions{options.constants_path}));
+  auto model = std::make_shared<ir::Model>(frontend::load_model(path, frontend::LoadOptions{options.constants_path}));
   const frontend::ModelSummary summary = frontend::summarize(*model);
   impl_->inputs = io_infos(summary.inputs);
   impl_->outputs = io_infos(summary.outputs);

@@ -39,16 +39,11 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_floating(DType t) {
-  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 ||
-         t == DType::Float64;
-}
+bool is_floating(DType t) { return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64; }
 
 bool is_integral(DType t) { return !is_floating(t) && t != DType::Bool; }
 
-bool is_signed_integral(DType t) {
-  return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
-}
+bool is_signed_integral(DType t) { return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64; }
 
 std::optional<DType> dtype_from_scalar_type(int code) {
   for (const auto& i : kInfo)

@@ -32,56 +32,103 @@ int64_t double_to_int64(double v) {
 
 double load_as_double(DType t, const uint8_t* base, int64_t i) {
   switch (t) {
-    case DType::UInt8: return read<uint8_t>(base, i);
-    case DType::Int8: return read<int8_t>(base, i);
-    case DType::Int16: return read<int16_t>(base, i);
-    case DType::Int32: return read<int32_t>(base, i);
-    case DType::Int64: return static_cast<double>(read<int64_t>(base, i));
-    case DType::Float16: return f16_to_float(read<uint16_t>(base, i));
-    case DType::BFloat16: return bf16_to_float(read<uint16_t>(base, i));
-    case DType::Float32: return read<float>(base, i);
-    case DType::Float64: return read<double>(base, i);
-    case DType::Bool: return read<uint8_t>(base, i) != 0 ? 1.0 : 0.0;
-    case DType::UInt32: return read<uint32_t>(base, i);
+    case DType::UInt8:
+      return read<uint8_t>(base, i);
+    case DType::Int8:
+      return read<int8_t>(base, i);
+    case DType::Int16:
+      return read<int16_t>(base, i);
+    case DType::Int32:
+      return read<int32_t>(base, i);
+    case DType::Int64:
+      return static_cast<double>(read<int64_t>(base, i));
+    case DType::Float16:
+      return f16_to_float(read<uint16_t>(base, i));
+    case DType::BFloat16:
+      return bf16_to_float(read<uint16_t>(base, i));
+    case DType::Float32:
+      return read<float>(base, i);
+    case DType::Float64:
+      return read<double>(base, i);
+    case DType::Bool:
+      return read<uint8_t>(base, i) != 0 ? 1.0 : 0.0;
+    case DType::UInt32:
+      return read<uint32_t>(base, i);
   }
   return 0;
 }
 
 int64_t load_as_int64(DType t, const uint8_t* base, int64_t i) {
   switch (t) {
-    case DType::UInt8: return read<uint8_t>(base, i);
-    case DType::Int8: return read<int8_t>(base, i);
-    case DType::Int16: return read<int16_t>(base, i);
-    case DType::Int32: return read<int32_t>(base, i);
-    case DType::Int64: return read<int64_t>(base, i);
-    case DType::Bool: return read<uint8_t>(base, i) != 0 ? 1 : 0;
-    case DType::UInt32: return read<uint32_t>(base, i);
-    default: return double_to_int64(load_as_double(t, base, i));
+    case DType::UInt8:
+      return read<uint8_t>(base, i);
+    case DType::Int8:
+      return read<int8_t>(base, i);
+    case DType::Int16:
+      return read<int16_t>(base, i);
+    case DType::Int32:
+      return read<int32_t>(base, i);
+    case DType::Int64:
+      return read<int64_t>(base, i);
+    case DType::Bool:
+      return read<uint8_t>(base, i) != 0 ? 1 : 0;
+    case DType::UInt32:
+      return read<uint32_t>(base, i);
+    default:
+      return double_to_int64(load_as_double(t, base, i));
   }
 }
 
 void store_double(DType t, uint8_t* base, int64_t i, double v) {
   switch (t) {
-    case DType::Float16: write<uint16_t>(base, i, float_to_f16(static_cast<float>(v))); return;
-    case DType::BFloat16: write<uint16_t>(base, i, float_to_bf16(static_cast<float>(v))); return;
-    case DType::Float32: write<float>(base, i, static_cast<float>(v)); return;
-    case DType::Float64: write<double>(base, i, v); return;
-    case DType::Bool: write<uint8_t>(base, i, v != 0 ? 1 : 0); return;
-    default: store_int64(t, base, i, double_to_int64(v)); return;
+    case DType::Float16:
+      write<uint16_t>(base, i, float_to_f16(static_cast<float>(v)));
+      return;
+    case DType::BFloat16:
+      write<uint16_t>(base, i, float_to_bf16(static_cast<float>(v)));
+      return;
+    case DType::Float32:
+      write<float>(base, i, static_cast<float>(v));
+      return;
+    case DType::Float64:
+      write<double>(base, i, v);
+      return;
+    case DType::Bool:
+      write<uint8_t>(base, i, v != 0 ? 1 : 0);
+      return;
+    default:
+      store_int64(t, base, i, double_to_int64(v));
+      return;
   }
 }
 
 void store_int64(DType t, uint8_t* base, int64_t i, int64_t v) {
   const auto u = static_cast<uint64_t>(v);
   switch (t) {
-    case DType::UInt8: write<uint8_t>(base, i, static_cast<uint8_t>(u)); return;
-    case DType::Int8: write<int8_t>(base, i, static_cast<int8_t>(u)); return;
-    case DType::Int16: write<int16_t>(base, i, static_cast<int16_t>(u)); return;
-    case DType::Int32: write<int32_t>(base, i, static_cast<int32_t>(u)); return;
-    case DType::Int64: write<int64_t>(base, i, v); return;
-    case DType::UInt32: write<uint32_t>(base, i, static_cast<uint32_t>(u)); return;
-    case DType::Bool: write<uint8_t>(base, i, v != 0 ? 1 : 0); return;
-    default: store_double(t, base, i, static_cast<double>(v)); return;
+    case DType::UInt8:
+      write<uint8_t>(base, i, static_cast<uint8_t>(u));
+      return;
+    case DType::Int8:
+      write<int8_t>(base, i, static_cast<int8_t>(u));
+      return;
+    case DType::Int16:
+      write<int16_t>(base, i, static_cast<int16_t>(u));
+      return;
+    case DType::Int32:
+      write<int32_t>(base, i, static_cast<int32_t>(u));
+      return;
+    case DType::Int64:
+      write<int64_t>(base, i, v);
+      return;
+    case DType::UInt32:
+      write<uint32_t>(base, i, static_cast<uint32_t>(u));
+      return;
+    case DType::Bool:
+      write<uint8_t>(base, i, v != 0 ? 1 : 0);
+      return;
+    default:
+      store_double(t, base, i, static_cast<double>(v));
+      return;
   }
 }
 
@@ -92,8 +139,10 @@ Tensor cast(const Tensor& x, DType dtype) {
   uint8_t* dst = out.mutable_data();
   const bool integral = is_integral(x.dtype()) || x.dtype() == DType::Bool;
   for (int64_t i = 0; i < x.numel(); ++i) {
-    if (integral) store_int64(dtype, dst, i, load_as_int64(x.dtype(), src, i));
-    else store_double(dtype, dst, i, load_as_double(x.dtype(), src, i));
+    if (integral)
+      store_int64(dtype, dst, i, load_as_int64(x.dtype(), src, i));
+    else
+      store_double(dtype, dst, i, load_as_double(x.dtype(), src, i));
   }
   return out;
 }

@@ -44,9 +44,9 @@ inline uint16_t float_to_f16(float f) {
   const uint32_t u = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;           // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;           // rounds to infinity (>= 65520)
-  if (abs < 0x38800000u) {                                 // below the smallest normal 2^-14
+  if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to infinity (>= 65520)
+  if (abs < 0x38800000u) {                        // below the smallest normal 2^-14
     // Round |f| * 2^24 to an integer, ties to even: that is the subnormal mantissa.
     const float scaled = bits_float(abs) * 16777216.0f;
     const float rounded = scaled + 8388608.0f - 8388608.0f;  // RNE at integer precision

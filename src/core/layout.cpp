@@ -15,9 +15,12 @@ struct AxisSplit {
 AxisSplit split_at(const Shape& shape, int axis) {
   AxisSplit s;
   for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-    if (d < axis) s.outer *= shape[d];
-    else if (d == axis) s.size = shape[d];
-    else s.inner *= shape[d];
+    if (d < axis)
+      s.outer *= shape[d];
+    else if (d == axis)
+      s.size = shape[d];
+    else
+      s.inner *= shape[d];
   }
   return s;
 }
@@ -33,32 +36,28 @@ std::string shape_string(const Shape& s) {
 int normalize_axis(int axis, int rank) {
   const int a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
-    throw Error(ErrorCode::Runtime, "axis " + std::to_string(axis) +
-                                        " is out of range for a tensor of rank " +
-                                        std::to_string(rank));
+    throw Error(ErrorCode::Runtime,
+                "axis " + std::to_string(axis) + " is out of range for a tensor of rank " + std::to_string(rank));
   return a;
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
   return strides;
 }
 
 Tensor take_index(const Tensor& x, int axis, int64_t index) {
   const AxisSplit s = split_at(x.shape(), axis);
   if (index < 0 || index >= s.size)
-    throw Error(ErrorCode::Runtime, "index " + std::to_string(index) + " out of range for axis " +
-                                        std::to_string(axis) + " of size " +
-                                        std::to_string(s.size));
+    throw Error(ErrorCode::Runtime, "index " + std::to_string(index) + " out of range for axis " + std::to_string(axis) +
+                                        " of size " + std::to_string(s.size));
   Shape shape = x.shape();
   shape.erase(shape.begin() + axis);
   Tensor out(x.dtype(), shape);
   const size_t row = static_cast<size_t>(s.inner) * dtype_size(x.dtype());
   uint8_t* dst = out.mutable_data();
-  for (int64_t o = 0; o < s.outer; ++o)
-    std::memcpy(dst + o * row, x.data() + (o * s.size + index) * row, row);
+  for (int64_t o = 0; o < s.outer; ++o) std::memcpy(dst + o * row, x.data() + (o * s.size + index) * row, row);
   return out;
 }
 
@@ -71,9 +70,8 @@ Tensor stack(const std::vector<Tensor>& parts, int axis) {
   with_axis.insert(with_axis.begin() + a, 1);
   for (const Tensor& p : parts) {
     if (p.shape() != base || p.dtype() != parts[0].dtype())
-      throw Error(ErrorCode::Runtime, "stack: expected every tensor to have shape " +
-                                          shape_string(base) + " and one dtype, found " +
-                                          shape_string(p.shape()));
+      throw Error(ErrorCode::Runtime, "stack: expected every tensor to have shape " + shape_string(base) +
+                                          " and one dtype, found " + shape_string(p.shape()));
     expanded.push_back(p.reshaped(with_axis));
   }
   return concatenate(expanded, a);
@@ -92,9 +90,8 @@ Tensor concatenate(const std::vector<Tensor>& parts, int axis) {
     other[a] = shape[a] = shape[a] + p.shape()[a];
     for (int d = 0; d < rank; ++d)
       if (d != a && other[d] != shape[d])
-        throw Error(ErrorCode::Runtime, "concatenate: shape " + shape_string(p.shape()) +
-                                            " does not match " + shape_string(parts[0].shape()) +
-                                            " outside axis " + std::to_string(a));
+        throw Error(ErrorCode::Runtime, "concatenate: shape " + shape_string(p.shape()) + " does not match " +
+                                            shape_string(parts[0].shape()) + " outside axis " + std::to_string(a));
   }
   Tensor out(parts[0].dtype(), shape);
   const AxisSplit total = split_at(shape, a);
@@ -105,8 +102,7 @@ Tensor concatenate(const std::vector<Tensor>& parts, int axis) {
     const AxisSplit s = split_at(p.shape(), a);
     const size_t chunk = static_cast<size_t>(s.size * s.inner) * elem;
     for (int64_t o = 0; o < s.outer; ++o)
-      std::memcpy(dst + ((o * total.size + offset) * total.inner) * elem,
-                  p.data() + o * chunk, chunk);
+      std::memcpy(dst + ((o * total.size + offset) * total.inner) * elem, p.data() + o * chunk, chunk);
     offset += s.size;
   }
   return out;

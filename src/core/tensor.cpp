@@ -24,8 +24,7 @@ int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error(ErrorCode::Runtime, "negative dimension in tensor shape");
-    if (d != 0 && n > kMaxTensorBytes / d)
-      throw Error(ErrorCode::Runtime, "tensor shape too large");
+    if (d != 0 && n > kMaxTensorBytes / d) throw Error(ErrorCode::Runtime, "tensor shape too large");
     n *= d;
   }
   return n;
@@ -37,13 +36,11 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true, nullptr});
 }
 
-Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<const void> owner,
-                    const uint8_t* data) {
+Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<const void> owner, const uint8_t* data) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  t.storage_ = std::make_shared<Storage>(
-      Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr});
+  t.storage_ = std::make_shared<Storage>(Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr});
   return t;
 }
 
@@ -93,8 +90,7 @@ void TensorDeviceAccess::attach(const Tensor& t, std::shared_ptr<const DeviceDat
 long TensorDeviceAccess::storage_users(const Tensor& t) { return t.storage_ ? t.storage_.use_count() : 0; }
 
 Tensor Tensor::reshaped(Shape shape) const {
-  if (shape_numel(shape) != numel())
-    throw Error(ErrorCode::Runtime, "reshape changes the element count");
+  if (shape_numel(shape) != numel()) throw Error(ErrorCode::Runtime, "reshape changes the element count");
   Tensor t = *this;
   t.shape_ = std::move(shape);
   return t;

@@ -11,8 +11,7 @@
 namespace wgml::frontend {
 namespace {
 
-ir::NamedData payload_constants(const std::string& path, const LoadOptions& options,
-                                const ir::Program& program) {
+ir::NamedData payload_constants(const std::string& path, const LoadOptions& options, const ir::Program& program) {
   std::string constants = options.constants_path;
   if (constants.empty()) {
     constants = std::filesystem::path(path).replace_extension(".safetensors").string();
@@ -27,7 +26,9 @@ ir::Model load_model(const std::string& path, const LoadOptions& options) {
   ir::Model model;
   model.path = path;
   const io::ByteView file = io::map_file(path);
-  if (file.size == 0) throw Error(ErrorCode::InvalidFormat, path + ": byte 0: expected an ExecuTorch program or an MLX delegate payload, found an empty file");
+  if (file.size == 0)
+    throw Error(ErrorCode::InvalidFormat,
+                path + ": byte 0: expected an ExecuTorch program or an MLX delegate payload, found an empty file");
   // Protobuf has no magic bytes: ONNX models are recognised by their extension.
   if (onnx::has_onnx_extension(path)) return onnx::load_onnx_model(path, file);
   if (ir::looks_like_payload(file)) {
@@ -40,9 +41,9 @@ ir::Model load_model(const std::string& path, const LoadOptions& options) {
     model.program = ir::read_payload(pte.payload, pte.payload_name);
     model.named_data = std::move(pte.named_data);
   } else {
-    throw Error(ErrorCode::InvalidFormat,
-                path + ": byte 0: expected an ExecuTorch program (\"ET..\" at byte 4), an MLX "
-                       "delegate payload (\"MLX0\" at byte 4) or an ONNX model (a .onnx file)");
+    throw Error(ErrorCode::InvalidFormat, path +
+                                              ": byte 0: expected an ExecuTorch program (\"ET..\" at byte 4), an MLX "
+                                              "delegate payload (\"MLX0\" at byte 4) or an ONNX model (a .onnx file)");
   }
   model.constants = ir::bind_constants(model.program, model.named_data, path);
   return model;

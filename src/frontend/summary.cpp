@@ -30,19 +30,20 @@ IoSummary io_summary(const ir::Model& model, const ir::Slot& slot, const std::st
   return s;
 }
 
-std::vector<IoSummary> io_list(const ir::Model& model, const std::vector<ir::Slot>& slots,
-                               const char* prefix) {
+std::vector<IoSummary> io_list(const ir::Model& model, const std::vector<ir::Slot>& slots, const char* prefix) {
   std::vector<IoSummary> out;
-  for (size_t i = 0; i < slots.size(); ++i)
-    out.push_back(io_summary(model, slots[i], prefix + std::to_string(i)));
+  for (size_t i = 0; i < slots.size(); ++i) out.push_back(io_summary(model, slots[i], prefix + std::to_string(i)));
   return out;
 }
 
 const char* format_name(ir::ModelFormat f) {
   switch (f) {
-    case ir::ModelFormat::Pte: return "pte";
-    case ir::ModelFormat::Payload: return "mlx-payload";
-    case ir::ModelFormat::Onnx: return "onnx";
+    case ir::ModelFormat::Pte:
+      return "pte";
+    case ir::ModelFormat::Payload:
+      return "mlx-payload";
+    case ir::ModelFormat::Onnx:
+      return "onnx";
   }
   return "?";
 }
@@ -56,8 +57,10 @@ std::string chain_role(const ir::Program& p, uint32_t c) {
 nlohmann::json dims_json(const std::vector<ir::Dim>& shape) {
   nlohmann::json dims = nlohmann::json::array();
   for (const ir::Dim& d : shape) {
-    if (d.is_static()) dims.push_back(d.value);
-    else dims.push_back({{"min", d.min_value}, {"max", d.max_value}});
+    if (d.is_static())
+      dims.push_back(d.value);
+    else
+      dims.push_back({{"min", d.min_value}, {"max", d.max_value}});
   }
   return dims;
 }
@@ -79,8 +82,10 @@ void io_text(std::ostringstream& os, const char* title, const std::vector<IoSumm
   os << title << " (" << list.size() << ")\n";
   for (const IoSummary& s : list) {
     os << "  " << s.name << ": ";
-    if (s.kind == "tensor") os << s.dtype << " " << format_shape(s.shape);
-    else os << s.kind << " value";
+    if (s.kind == "tensor")
+      os << s.dtype << " " << format_shape(s.shape);
+    else
+      os << s.kind << " value";
     os << "  [slot " << s.slot << "]\n";
   }
 }
@@ -95,8 +100,8 @@ std::string format_shape(const std::vector<ir::Dim>& shape) {
     if (d.is_static()) {
       out += std::to_string(d.value);
     } else {
-      out += "?(" + std::to_string(d.min_value) + ".." +
-             (d.max_value < 0 ? std::string("inf") : std::to_string(d.max_value)) + ")";
+      out +=
+          "?(" + std::to_string(d.min_value) + ".." + (d.max_value < 0 ? std::string("inf") : std::to_string(d.max_value)) + ")";
     }
   }
   return out + "]";
@@ -108,12 +113,9 @@ ModelSummary summarize(const ir::Model& model) {
   s.path = model.path;
   s.format = format_name(model.format);
   s.version = p.version;
-  s.slot_counts = {{"constants", p.num_constant_tensors},
-                   {"inputs", p.num_input_tensors},
-                   {"outputs", p.num_output_tensors},
-                   {"mutable_buffers", p.num_mutable_buffer_tensors},
-                   {"temps", p.num_temp_tensors},
-                   {"values", p.num_values}};
+  s.slot_counts = {{"constants", p.num_constant_tensors}, {"inputs", p.num_input_tensors},
+                   {"outputs", p.num_output_tensors},     {"mutable_buffers", p.num_mutable_buffer_tensors},
+                   {"temps", p.num_temp_tensors},         {"values", p.num_values}};
   s.inputs = io_list(model, p.inputs, "input_");
   s.outputs = io_list(model, p.outputs, "output_");
   s.mutable_buffers = io_list(model, p.mutable_buffers, "buffer_");
@@ -132,10 +134,7 @@ ModelSummary summarize(const ir::Model& model) {
 nlohmann::json to_json(const ModelSummary& s) {
   nlohmann::json chains = nlohmann::json::array();
   for (const ChainSummary& c : s.chains)
-    chains.push_back({{"index", c.index},
-                      {"role", c.role},
-                      {"instructions", c.instructions},
-                      {"nodes", c.node_histogram}});
+    chains.push_back({{"index", c.index}, {"role", c.role}, {"instructions", c.instructions}, {"nodes", c.node_histogram}});
   return {{"path", s.path},
           {"format", s.format},
           {"version", s.version},

@@ -12,7 +12,7 @@ namespace wgml::frontend {
 
 struct IoSummary {
   std::string name;
-  std::string kind;   // "tensor", "int", "float", "bool"
+  std::string kind;  // "tensor", "int", "float", "bool"
   uint32_t slot = 0;
   std::string dtype;  // tensors only
   std::vector<ir::Dim> shape;
@@ -34,8 +34,8 @@ struct ModelSummary {
   size_t constant_count = 0;
   uint64_t constant_bytes = 0;
   std::vector<ChainSummary> chains;
-  std::map<std::string, std::string> source_info;       // Model::source_info
-  std::map<std::string, size_t> source_op_histogram;    // Model::source_op_histogram
+  std::map<std::string, std::string> source_info;     // Model::source_info
+  std::map<std::string, size_t> source_op_histogram;  // Model::source_op_histogram
 };
 
 ModelSummary summarize(const ir::Model& model);

@@ -16,19 +16,26 @@ WGPUFlags usage_of(BufferKind kind) {
   switch (kind) {
     case BufferKind::Storage:
       return WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
-    case BufferKind::Staging: return WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
-    case BufferKind::Readback: return WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
-    case BufferKind::QueryResolve: return WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
+    case BufferKind::Staging:
+      return WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+    case BufferKind::Readback:
+      return WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+    case BufferKind::QueryResolve:
+      return WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
   }
   return 0;
 }
 
 const char* label_of(BufferKind kind) {
   switch (kind) {
-    case BufferKind::Storage: return "wgml storage";
-    case BufferKind::Staging: return "wgml staging";
-    case BufferKind::Readback: return "wgml readback";
-    case BufferKind::QueryResolve: return "wgml query resolve";
+    case BufferKind::Storage:
+      return "wgml storage";
+    case BufferKind::Staging:
+      return "wgml staging";
+    case BufferKind::Readback:
+      return "wgml readback";
+    case BufferKind::QueryResolve:
+      return "wgml query resolve";
   }
   return "wgml buffer";
 }
@@ -51,8 +58,7 @@ void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void* userdata
 void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op) {
   MapResult result;
   device.fn().BufferMapAsync(buffer, WGPUMapMode_Read, 0, size,
-                             {nullptr, WGPUCallbackMode_AllowProcessEvents, on_mapped, &result,
-                              nullptr});
+                             {nullptr, WGPUCallbackMode_AllowProcessEvents, on_mapped, &result, nullptr});
   device.wait_for_callback(result.done, op);
   if (result.status != WGPUMapAsyncStatus_Success)
     throw GpuError(GpuErrorKind::Internal, op, "mapping a readback buffer failed: " + result.message);
@@ -99,10 +105,9 @@ PooledBuffer BufferPool::acquire(uint64_t bytes, BufferKind kind, std::string_vi
   const WGPULimits& limits = device_.limits();
   if (kind == BufferKind::Storage && bytes > limits.maxStorageBufferBindingSize)
     throw GpuError(GpuErrorKind::TooLarge, op,
-                   "a tensor of " + std::to_string(bytes) +
-                       " bytes is above maxStorageBufferBindingSize (" +
-                       std::to_string(limits.maxStorageBufferBindingSize) + ") of " +
-                       device_.adapter().name + "; wgml cannot split a tensor across bindings yet");
+                   "a tensor of " + std::to_string(bytes) + " bytes is above maxStorageBufferBindingSize (" +
+                       std::to_string(limits.maxStorageBufferBindingSize) + ") of " + device_.adapter().name +
+                       "; wgml cannot split a tensor across bindings yet");
   const uint64_t size = align_up(bytes == 0 ? 4 : bytes, 4);
   // A class above the device's buffer limit falls back to the exact size.
   uint64_t capacity = size_class(size);
@@ -145,8 +150,7 @@ bool BufferPool::take_free(const ClassKey& key, PooledBuffer& out) {
 }
 
 void BufferPool::give_back(PooledBuffer& buffer) {
-  free_[{buffer.kind_, buffer.capacity_}].push_back(
-      {buffer.handle_, buffer.id_, device_.work_fence()});
+  free_[{buffer.kind_, buffer.capacity_}].push_back({buffer.handle_, buffer.id_, device_.work_fence()});
   ++stats_.free_buffers;
 }
 

@@ -60,9 +60,9 @@ class PooledBuffer {
  private:
   friend class BufferPool;
 
-// Maps the first `size` bytes of a Readback buffer for reading, waiting until the GPU work that
-// writes it has finished. The caller unmaps it.
-void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op);
+  // Maps the first `size` bytes of a Readback buffer for reading, waiting until the GPU work that
+  // writes it has finished. The caller unmaps it.
+  void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op);
   BufferPool* pool_ = nullptr;
   WGPUBuffer handle_ = nullptr;
   uint64_t id_ = 0;

@@ -32,24 +32,37 @@ constexpr auto kWaitLimit = std::chrono::seconds(300);
 
 AdapterKind kind_of(WGPUAdapterType type) {
   switch (type) {
-    case WGPUAdapterType_DiscreteGPU: return AdapterKind::DiscreteGpu;
-    case WGPUAdapterType_IntegratedGPU: return AdapterKind::IntegratedGpu;
-    case WGPUAdapterType_CPU: return AdapterKind::Cpu;
-    default: return AdapterKind::Other;
+    case WGPUAdapterType_DiscreteGPU:
+      return AdapterKind::DiscreteGpu;
+    case WGPUAdapterType_IntegratedGPU:
+      return AdapterKind::IntegratedGpu;
+    case WGPUAdapterType_CPU:
+      return AdapterKind::Cpu;
+    default:
+      return AdapterKind::Other;
   }
 }
 
 const char* backend_name(WGPUBackendType backend) {
   switch (backend) {
-    case WGPUBackendType_Null: return "Null";
-    case WGPUBackendType_WebGPU: return "WebGPU";
-    case WGPUBackendType_D3D11: return "D3D11";
-    case WGPUBackendType_D3D12: return "D3D12";
-    case WGPUBackendType_Metal: return "Metal";
-    case WGPUBackendType_Vulkan: return "Vulkan";
-    case WGPUBackendType_OpenGL: return "OpenGL";
-    case WGPUBackendType_OpenGLES: return "OpenGLES";
-    default: return "unknown";
+    case WGPUBackendType_Null:
+      return "Null";
+    case WGPUBackendType_WebGPU:
+      return "WebGPU";
+    case WGPUBackendType_D3D11:
+      return "D3D11";
+    case WGPUBackendType_D3D12:
+      return "D3D12";
+    case WGPUBackendType_Metal:
+      return "Metal";
+    case WGPUBackendType_Vulkan:
+      return "Vulkan";
+    case WGPUBackendType_OpenGL:
+      return "OpenGL";
+    case WGPUBackendType_OpenGLES:
+      return "OpenGLES";
+    default:
+      return "unknown";
   }
 }
 
@@ -66,8 +79,7 @@ AdapterDescription describe(const api::Functions& fn, WGPUAdapter adapter, size_
   d.driver = to_string(info.description);
   d.backend = backend_name(info.backendType);
   d.kind = kind_of(info.adapterType);
-  d.real_device = info.backendType != WGPUBackendType_Null &&
-                  info.backendType != WGPUBackendType_Undefined;
+  d.real_device = info.backendType != WGPUBackendType_Null && info.backendType != WGPUBackendType_Undefined;
   fn.AdapterInfoFreeMembers(info);
   return d;
 }
@@ -88,8 +100,7 @@ struct AdapterSet {
     desc.nextInChain = &extras.chain;
     instance = fn.CreateInstance(&desc);
     if (!instance)
-      throw GpuError(GpuErrorKind::Internal, "creating the WebGPU instance",
-                     "wgpuCreateInstance returned no instance");
+      throw GpuError(GpuErrorKind::Internal, "creating the WebGPU instance", "wgpuCreateInstance returned no instance");
     WGPUInstanceEnumerateAdapterOptions options{nullptr, WGPUInstanceBackend_Primary};
     adapters.resize(fn.InstanceEnumerateAdapters(instance, &options, nullptr));
     adapters.resize(fn.InstanceEnumerateAdapters(instance, &options, adapters.data()));
@@ -114,10 +125,14 @@ struct AdapterSet {
 
 int preference_rank(AdapterKind kind) {
   switch (kind) {
-    case AdapterKind::DiscreteGpu: return 0;
-    case AdapterKind::IntegratedGpu: return 1;
-    case AdapterKind::Cpu: return 2;
-    case AdapterKind::Other: return 3;
+    case AdapterKind::DiscreteGpu:
+      return 0;
+    case AdapterKind::IntegratedGpu:
+      return 1;
+    case AdapterKind::Cpu:
+      return 2;
+    case AdapterKind::Other:
+      return 3;
   }
   return 3;
 }
@@ -136,8 +151,7 @@ std::string lower(std::string_view s) {
 }
 
 bool is_index(std::string_view s) {
-  return !s.empty() && s.size() < 9 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !s.empty() && s.size() < 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // The best real adapter among those `accept` allows, or adapters.size() if there is none.
@@ -146,28 +160,22 @@ size_t best_adapter(const std::vector<AdapterDescription>& adapters, Accept acce
   size_t best = adapters.size();
   for (size_t i = 0; i < adapters.size(); ++i) {
     if (!adapters[i].real_device || !accept(adapters[i])) continue;
-    if (best == adapters.size() ||
-        preference_rank(adapters[i].kind) < preference_rank(adapters[best].kind))
-      best = i;
+    if (best == adapters.size() || preference_rank(adapters[i].kind) < preference_rank(adapters[best].kind)) best = i;
   }
   return best;
 }
 
 // ---- callbacks -------------------------------------------------------------------------------
 
-void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message,
-                    void* userdata, void*) {
+void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message, void* userdata, void*) {
   // Destroyed / CallbackCancelled: wgml released the device itself.
-  if (reason == WGPUDeviceLostReason_Destroyed ||
-      reason == WGPUDeviceLostReason_CallbackCancelled)
-    return;
+  if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
   auto* state = static_cast<Device::State*>(userdata);
   state->lost = true;
   state->lost_message = to_string(message);
 }
 
-void on_uncaptured_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView message,
-                         void* userdata, void*) {
+void on_uncaptured_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView message, void* userdata, void*) {
   auto* state = static_cast<Device::State*>(userdata);
   if (state->has_uncaptured_error) return;  // the first error explains the ones after it
   state->has_uncaptured_error = true;
@@ -186,8 +194,7 @@ struct RequestDeviceResult {
   std::string message;
 };
 
-void on_request_device(WGPURequestDeviceStatus status, WGPUDevice device,
-                       WGPUStringView message, void* userdata, void*) {
+void on_request_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void* userdata, void*) {
   auto* result = static_cast<RequestDeviceResult*>(userdata);
   result->done = true;
   if (status == WGPURequestDeviceStatus_Success) result->device = device;
@@ -200,8 +207,7 @@ struct PopResult {
   std::string message;
 };
 
-void on_pop_error_scope(WGPUPopErrorScopeStatus status, WGPUErrorType type,
-                        WGPUStringView message, void* userdata, void*) {
+void on_pop_error_scope(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void* userdata, void*) {
   auto* result = static_cast<PopResult*>(userdata);
   result->done = true;
   result->type = status == WGPUPopErrorScopeStatus_Success ? type : WGPUErrorType_NoError;
@@ -210,75 +216,76 @@ void on_pop_error_scope(WGPUPopErrorScopeStatus status, WGPUErrorType type,
 
 GpuErrorKind kind_of(WGPUErrorType type) {
   switch (type) {
-    case WGPUErrorType_Validation: return GpuErrorKind::Validation;
-    case WGPUErrorType_OutOfMemory: return GpuErrorKind::OutOfMemory;
-    default: return GpuErrorKind::Internal;
+    case WGPUErrorType_Validation:
+      return GpuErrorKind::Validation;
+    case WGPUErrorType_OutOfMemory:
+      return GpuErrorKind::OutOfMemory;
+    default:
+      return GpuErrorKind::Internal;
   }
 }
 
 // The filters each ErrorScope pushes, in push order. wgpu-native has no Internal filter (it
 // aborts the process when asked for one); internal errors reach the uncaptured-error callback,
 // which check() reports.
-constexpr WGPUErrorFilter kScopeFilters[] = {WGPUErrorFilter_Validation,
-                                             WGPUErrorFilter_OutOfMemory};
+constexpr WGPUErrorFilter kScopeFilters[] = {WGPUErrorFilter_Validation, WGPUErrorFilter_OutOfMemory};
 
 }  // namespace
 
 const char* adapter_kind_name(AdapterKind kind) {
   switch (kind) {
-    case AdapterKind::DiscreteGpu: return "discrete GPU";
-    case AdapterKind::IntegratedGpu: return "integrated GPU";
-    case AdapterKind::Cpu: return "CPU";
-    case AdapterKind::Other: return "other";
+    case AdapterKind::DiscreteGpu:
+      return "discrete GPU";
+    case AdapterKind::IntegratedGpu:
+      return "integrated GPU";
+    case AdapterKind::Cpu:
+      return "CPU";
+    case AdapterKind::Other:
+      return "other";
   }
   return "other";
 }
 
 std::string AdapterDescription::summary() const {
-  std::string s = "#" + std::to_string(index) + " " + name + " (" + adapter_kind_name(kind) +
-                  ", " + backend + (driver.empty() ? "" : ", " + driver) + ")";
+  std::string s = "#" + std::to_string(index) + " " + name + " (" + adapter_kind_name(kind) + ", " + backend +
+                  (driver.empty() ? "" : ", " + driver) + ")";
   if (!real_device) s += " [not a real device]";
   return s;
 }
 
-std::vector<AdapterDescription> list_adapters() {
-  return AdapterSet(webgpu_library().fn).descriptions;
-}
+std::vector<AdapterDescription> list_adapters() { return AdapterSet(webgpu_library().fn).descriptions; }
 
 size_t choose_adapter(const std::vector<AdapterDescription>& adapters, std::string_view selector) {
   const std::string op = "choosing the WebGPU adapter";
   if (best_adapter(adapters, [](const AdapterDescription&) { return true; }) == adapters.size())
     throw GpuError(GpuErrorKind::NoAdapter, op,
                    "no GPU or CPU device (is a Vulkan driver installed? lavapipe comes with "
-                   "Debian's mesa-vulkan-drivers); " + adapter_list(adapters));
-  if (selector.empty())
-    return best_adapter(adapters, [](const AdapterDescription&) { return true; });
+                   "Debian's mesa-vulkan-drivers); " +
+                       adapter_list(adapters));
+  if (selector.empty()) return best_adapter(adapters, [](const AdapterDescription&) { return true; });
   if (is_index(selector)) {
     const size_t index = std::stoul(std::string(selector));
     if (index >= adapters.size())
       throw GpuError(GpuErrorKind::BadSelection, op,
                      "there is no adapter #" + std::string(selector) + "; " + adapter_list(adapters));
     if (!adapters[index].real_device)
-      throw GpuError(GpuErrorKind::BadSelection, op,
-                     "adapter " + adapters[index].summary() + " uses the " +
-                         adapters[index].backend + " backend, which computes nothing");
+      throw GpuError(
+          GpuErrorKind::BadSelection, op,
+          "adapter " + adapters[index].summary() + " uses the " + adapters[index].backend + " backend, which computes nothing");
     return index;
   }
   const std::string wanted = lower(selector);
-  const size_t match = best_adapter(adapters, [&](const AdapterDescription& a) {
-    return lower(a.name).find(wanted) != std::string::npos;
-  });
+  const size_t match =
+      best_adapter(adapters, [&](const AdapterDescription& a) { return lower(a.name).find(wanted) != std::string::npos; });
   if (match == adapters.size())
     throw GpuError(GpuErrorKind::BadSelection, op,
-                   "no usable adapter's name contains '" + std::string(selector) + "'; " +
-                       adapter_list(adapters));
+                   "no usable adapter's name contains '" + std::string(selector) + "'; " + adapter_list(adapters));
   return match;
 }
 
 // ---- Device ----------------------------------------------------------------------------------
 
-Device::Device(const DeviceOptions& options)
-    : library_(&webgpu_library()), state_(std::make_unique<State>()) {
+Device::Device(const DeviceOptions& options) : library_(&webgpu_library()), state_(std::make_unique<State>()) {
   open_adapter(options);
   try {
     open_device(options);
@@ -312,12 +319,10 @@ void Device::open_adapter(const DeviceOptions& options) {
 std::vector<WGPUFeatureName> Device::wanted_features(const DeviceOptions& options) {
   WGPUSupportedFeatures supported{};
   fn().AdapterGetFeatures(adapter_handle_, &supported);
-  const std::vector<WGPUFeatureName> offered_features(
-      supported.features, supported.features + supported.featureCount);
+  const std::vector<WGPUFeatureName> offered_features(supported.features, supported.features + supported.featureCount);
   fn().SupportedFeaturesFreeMembers(supported);
   auto offered = [&](WGPUFeatureName f) {
-    return std::find(offered_features.begin(), offered_features.end(), f) !=
-           offered_features.end();
+    return std::find(offered_features.begin(), offered_features.end(), f) != offered_features.end();
   };
   std::vector<WGPUFeatureName> wanted;
   auto want = [&](WGPUFeatureName f) {
@@ -329,12 +334,10 @@ std::vector<WGPUFeatureName> Device::wanted_features(const DeviceOptions& option
   const auto native = [](WGPUNativeFeature f) { return static_cast<WGPUFeatureName>(f); };
   if (options.timestamps) {
     features_.timestamp_query = want(WGPUFeatureName_TimestampQuery);
-    features_.timestamps_inside_passes =
-        features_.timestamp_query &&
-        offered(native(WGPUNativeFeature_TimestampQueryInsideEncoders)) &&
-        want(native(WGPUNativeFeature_TimestampQueryInsidePasses));
-    if (features_.timestamps_inside_passes)
-      want(native(WGPUNativeFeature_TimestampQueryInsideEncoders));
+    features_.timestamps_inside_passes = features_.timestamp_query &&
+                                         offered(native(WGPUNativeFeature_TimestampQueryInsideEncoders)) &&
+                                         want(native(WGPUNativeFeature_TimestampQueryInsidePasses));
+    if (features_.timestamps_inside_passes) want(native(WGPUNativeFeature_TimestampQueryInsideEncoders));
   }
   features_.shader_f16 = want(WGPUFeatureName_ShaderF16);
   const bool native_subgroups = want(native(WGPUNativeFeature_Subgroup));
@@ -356,13 +359,11 @@ void Device::open_device(const DeviceOptions& options) {
   desc.requiredFeatures = features.data();
   desc.requiredLimits = &limits_;  // everything the adapter offers
   desc.defaultQueue.label = view("wgml queue");
-  desc.deviceLostCallbackInfo = {nullptr, WGPUCallbackMode_AllowSpontaneous, on_device_lost,
-                                 state_.get(), nullptr};
+  desc.deviceLostCallbackInfo = {nullptr, WGPUCallbackMode_AllowSpontaneous, on_device_lost, state_.get(), nullptr};
   desc.uncapturedErrorCallbackInfo = {nullptr, on_uncaptured_error, state_.get(), nullptr};
   RequestDeviceResult result;
   f.AdapterRequestDevice(adapter_handle_, &desc,
-                         {nullptr, WGPUCallbackMode_AllowProcessEvents, on_request_device,
-                          &result, nullptr});
+                         {nullptr, WGPUCallbackMode_AllowProcessEvents, on_request_device, &result, nullptr});
   wait_for_callback(result.done, op);
   if (!result.device) throw GpuError(GpuErrorKind::Internal, op, result.message);
   device_ = result.device;
@@ -381,24 +382,21 @@ void Device::wait_for_callback(const bool& done, std::string_view op) {
   const auto deadline = Clock::now() + kWaitLimit;
   while (!done) {
     if (state_->lost) check(op);
-    if (Clock::now() > deadline)
-      throw GpuError(GpuErrorKind::Timeout, op, "no answer from the implementation in 300 s");
+    if (Clock::now() > deadline) throw GpuError(GpuErrorKind::Timeout, op, "no answer from the implementation in 300 s");
     std::this_thread::yield();
     pump_events(true);
   }
 }
 
 void Device::check(std::string_view op) {
-  if (state_->lost)
-    throw GpuError(GpuErrorKind::DeviceLost, op, "the device was lost: " + state_->lost_message);
+  if (state_->lost) throw GpuError(GpuErrorKind::DeviceLost, op, "the device was lost: " + state_->lost_message);
   if (state_->has_uncaptured_error) {
     state_->has_uncaptured_error = false;
     throw GpuError(kind_of(state_->uncaptured_type), op, state_->uncaptured_message);
   }
 }
 
-WGPUBuffer Device::create_buffer(uint64_t size, WGPUFlags usage, std::string_view label,
-                                 std::string_view op) {
+WGPUBuffer Device::create_buffer(uint64_t size, WGPUFlags usage, std::string_view label, std::string_view op) {
   if (size > limits_.maxBufferSize)
     throw GpuError(GpuErrorKind::TooLarge, op,
                    "a buffer of " + std::to_string(size) + " bytes is above maxBufferSize (" +
@@ -424,8 +422,7 @@ uint64_t Device::submit(WGPUCommandBuffer commands, std::string_view op) {
   f.CommandBufferRelease(commands);
   const uint64_t serial = ++state_->submitted;
   in_flight_.emplace_back(serial, index);
-  f.QueueOnSubmittedWorkDone(queue_, {nullptr, WGPUCallbackMode_AllowProcessEvents,
-                                      on_work_done, state_.get(),
+  f.QueueOnSubmittedWorkDone(queue_, {nullptr, WGPUCallbackMode_AllowProcessEvents, on_work_done, state_.get(),
                                       reinterpret_cast<void*>(uintptr_t(serial))});
   check(op);
   return serial;
@@ -440,8 +437,7 @@ void Device::drain() noexcept {
 
 uint64_t Device::completed() {
   pump_events(false);
-  while (!in_flight_.empty() && in_flight_.front().first <= state_->completed)
-    in_flight_.pop_front();
+  while (!in_flight_.empty() && in_flight_.front().first <= state_->completed) in_flight_.pop_front();
   return state_->completed;
 }
 
@@ -450,10 +446,9 @@ void Device::wait(uint64_t serial, std::string_view op) {
   while (completed() < serial) {
     check(op);
     if (Clock::now() > deadline)
-      throw GpuError(GpuErrorKind::Timeout, op,
-                     "submission " + std::to_string(serial) + " did not finish in 300 s");
-    const auto pending = std::find_if(in_flight_.begin(), in_flight_.end(),
-                                      [&](const auto& entry) { return entry.first >= serial; });
+      throw GpuError(GpuErrorKind::Timeout, op, "submission " + std::to_string(serial) + " did not finish in 300 s");
+    const auto pending =
+        std::find_if(in_flight_.begin(), in_flight_.end(), [&](const auto& entry) { return entry.first >= serial; });
     fn().DevicePoll(device_, 1, pending == in_flight_.end() ? nullptr : &pending->second);
   }
   check(op);
@@ -461,8 +456,7 @@ void Device::wait(uint64_t serial, std::string_view op) {
 
 // ---- ErrorScope ------------------------------------------------------------------------------
 
-Device::ErrorScope::ErrorScope(Device& device, std::string op)
-    : device_(device), op_(std::move(op)) {
+Device::ErrorScope::ErrorScope(Device& device, std::string op) : device_(device), op_(std::move(op)) {
   for (WGPUErrorFilter filter : kScopeFilters) device_.fn().DevicePushErrorScope(device_.device_, filter);
 }
 
@@ -480,8 +474,7 @@ void Device::ErrorScope::close() {
   PopResult results[std::size(kScopeFilters)];
   for (PopResult& r : results)  // pops the innermost scope (OutOfMemory) first
     device_.fn().DevicePopErrorScope(device_.device_,
-                                     {nullptr, WGPUCallbackMode_AllowProcessEvents,
-                                      on_pop_error_scope, &r, nullptr});
+                                     {nullptr, WGPUCallbackMode_AllowProcessEvents, on_pop_error_scope, &r, nullptr});
   for (PopResult& r : results) device_.wait_for_callback(r.done, op_);
   // Validation (popped last) explains most failures; report it before the others.
   for (auto r = std::rbegin(results); r != std::rend(results); ++r)

@@ -18,13 +18,13 @@ enum class AdapterKind { DiscreteGpu, IntegratedGpu, Cpu, Other };
 const char* adapter_kind_name(AdapterKind kind);
 
 struct AdapterDescription {
-  size_t index = 0;    // position in the implementation's enumeration
-  std::string name;    // "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
+  size_t index = 0;  // position in the implementation's enumeration
+  std::string name;  // "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
   std::string vendor;
-  std::string driver;  // the implementation's description: driver version, Mesa version
+  std::string driver;   // the implementation's description: driver version, Mesa version
   std::string backend;  // "Vulkan", "Metal", ...
   AdapterKind kind = AdapterKind::Other;
-  bool real_device = false;  // false for null or unknown backends, which wgml refuses
+  bool real_device = false;     // false for null or unknown backends, which wgml refuses
   std::string summary() const;  // "#0 NVIDIA H200 (discrete GPU, Vulkan, 580.159.04)"
 };
 
@@ -67,8 +67,7 @@ class Device {
 
   // Creates a buffer, checking the size against the device's limits first. Throws GpuError
   // (TooLarge, OutOfMemory, Validation) naming `op`.
-  WGPUBuffer create_buffer(uint64_t size, WGPUFlags usage, std::string_view label,
-                           std::string_view op);
+  WGPUBuffer create_buffer(uint64_t size, WGPUFlags usage, std::string_view label, std::string_view op);
 
   // Throws the error the device reported outside any error scope, or DeviceLost, naming `op`.
   void check(std::string_view op);
@@ -138,8 +137,6 @@ class Device {
 };
 
 // Rounds `value` up to a multiple of `alignment` (a power of two or any positive number).
-constexpr uint64_t align_up(uint64_t value, uint64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
+constexpr uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 }  // namespace wgml::gpu

@@ -42,24 +42,31 @@ std::string format_message(GpuErrorKind kind, std::string_view op, std::string_v
 
 const char* gpu_error_kind_name(GpuErrorKind kind) {
   switch (kind) {
-    case GpuErrorKind::LibraryNotFound: return "library-not-found";
-    case GpuErrorKind::NoAdapter: return "no-adapter";
-    case GpuErrorKind::BadSelection: return "bad-adapter-selection";
-    case GpuErrorKind::TooLarge: return "too-large";
-    case GpuErrorKind::MissingFeature: return "missing-feature";
-    case GpuErrorKind::Validation: return "validation";
-    case GpuErrorKind::OutOfMemory: return "out-of-memory";
-    case GpuErrorKind::Internal: return "internal";
-    case GpuErrorKind::DeviceLost: return "device-lost";
-    case GpuErrorKind::Timeout: return "timeout";
+    case GpuErrorKind::LibraryNotFound:
+      return "library-not-found";
+    case GpuErrorKind::NoAdapter:
+      return "no-adapter";
+    case GpuErrorKind::BadSelection:
+      return "bad-adapter-selection";
+    case GpuErrorKind::TooLarge:
+      return "too-large";
+    case GpuErrorKind::MissingFeature:
+      return "missing-feature";
+    case GpuErrorKind::Validation:
+      return "validation";
+    case GpuErrorKind::OutOfMemory:
+      return "out-of-memory";
+    case GpuErrorKind::Internal:
+      return "internal";
+    case GpuErrorKind::DeviceLost:
+      return "device-lost";
+    case GpuErrorKind::Timeout:
+      return "timeout";
   }
   return "?";
 }
 
 GpuError::GpuError(GpuErrorKind kind, std::string_view op, std::string_view detail)
-    : Error(error_code_of(kind), format_message(kind, op, trimmed(detail))),
-      kind_(kind),
-      op_(op),
-      detail_(trimmed(detail)) {}
+    : Error(error_code_of(kind), format_message(kind, op, trimmed(detail))), kind_(kind), op_(op), detail_(trimmed(detail)) {}
 
 }  // namespace wgml::gpu

@@ -32,9 +32,8 @@ std::vector<WGPUBindGroupLayoutEntry> layout_entries(const KernelSource& spec) {
     entries[i].binding = uint32_t(i);
     entries[i].visibility = WGPUShaderStage_Compute;
     if (i < spec.bindings.size()) {
-      entries[i].buffer.type = spec.bindings[i] == Access::Read
-                                   ? WGPUBufferBindingType_ReadOnlyStorage
-                                   : WGPUBufferBindingType_Storage;
+      entries[i].buffer.type =
+          spec.bindings[i] == Access::Read ? WGPUBufferBindingType_ReadOnlyStorage : WGPUBufferBindingType_Storage;
     } else {
       entries[i].buffer.type = WGPUBufferBindingType_Uniform;
       entries[i].buffer.hasDynamicOffset = 1;
@@ -47,9 +46,8 @@ std::vector<WGPUBindGroupLayoutEntry> layout_entries(const KernelSource& spec) {
 }  // namespace
 
 bool KernelSource::same_code(const KernelSource& other) const {
-  return wgsl == other.wgsl && entry_point == other.entry_point && overrides == other.overrides &&
-         bindings == other.bindings && params_size == other.params_size &&
-         skip_runtime_checks == other.skip_runtime_checks;
+  return wgsl == other.wgsl && entry_point == other.entry_point && overrides == other.overrides && bindings == other.bindings &&
+         params_size == other.params_size && skip_runtime_checks == other.skip_runtime_checks;
 }
 
 uint64_t kernel_hash(const KernelSource& spec) {
@@ -96,10 +94,9 @@ std::unique_ptr<Kernel> PipelineCache::compile(const KernelSource& spec, uint64_
   WGPUShaderModuleDescriptor module_desc{};
   module_desc.nextInChain = &source.chain;
   module_desc.label = view(spec.label);
-  WGPUShaderModule module =
-      spec.skip_runtime_checks
-          ? fn.DeviceCreateShaderModuleTrusted(device, &module_desc, WGPUShaderRuntimeChecks_None)
-          : fn.DeviceCreateShaderModule(device, &module_desc);
+  WGPUShaderModule module = spec.skip_runtime_checks
+                                ? fn.DeviceCreateShaderModuleTrusted(device, &module_desc, WGPUShaderRuntimeChecks_None)
+                                : fn.DeviceCreateShaderModule(device, &module_desc);
 
   const std::vector<WGPUBindGroupLayoutEntry> entries = layout_entries(spec);
   WGPUBindGroupLayoutDescriptor layout_desc{};
@@ -115,8 +112,7 @@ std::unique_ptr<Kernel> PipelineCache::compile(const KernelSource& spec, uint64_
   kernel->pipeline_layout = fn.DeviceCreatePipelineLayout(device, &pipeline_layout_desc);
 
   std::vector<WGPUConstantEntry> constants;
-  for (const auto& [name, value] : spec.overrides)
-    constants.push_back({nullptr, view(name), value});
+  for (const auto& [name, value] : spec.overrides) constants.push_back({nullptr, view(name), value});
   WGPUComputePipelineDescriptor pipeline_desc{};
   pipeline_desc.label = view(spec.label);
   pipeline_desc.layout = kernel->pipeline_layout;

@@ -10,8 +10,7 @@ namespace wgml::gpu {
 Profiler::Profiler(Device& device, BufferPool& pool) : device_(device), pool_(pool) {
   const std::string op = "creating the GPU profiler";
   if (!device.features().timestamp_query)
-    throw GpuError(GpuErrorKind::MissingFeature, op,
-                   device.adapter().name + " offers no timestamp queries");
+    throw GpuError(GpuErrorKind::MissingFeature, op, device.adapter().name + " offers no timestamp queries");
   Device::ErrorScope scope(device, op);
   WGPUQuerySetDescriptor desc{};
   desc.label = view("wgml timestamps");
@@ -42,8 +41,7 @@ WGPUPassTimestampWrites Profiler::begin_pass(std::string name, TimingKind kind) 
 }
 
 void Profiler::write_op_start(WGPUComputePassEncoder pass, std::string name) {
-  device_.fn().ComputePassEncoderWriteTimestamp(pass, queries_,
-                                                reserve(std::move(name), TimingKind::Op));
+  device_.fn().ComputePassEncoderWriteTimestamp(pass, queries_, reserve(std::move(name), TimingKind::Op));
 }
 
 void Profiler::write_op_end(WGPUComputePassEncoder pass) {

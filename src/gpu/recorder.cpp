@@ -18,8 +18,8 @@ constexpr size_t kMaxCachedBindGroups = 4096;
 
 void check_copy_alignment(const BufferRange& range, std::string_view op, const char* what) {
   if (range.offset % 4 != 0 || range.size % 4 != 0)
-    invalid(op, std::string(what) + " offset " + std::to_string(range.offset) + " and size " +
-                    std::to_string(range.size) + " must be multiples of 4 bytes");
+    invalid(op, std::string(what) + " offset " + std::to_string(range.offset) + " and size " + std::to_string(range.size) +
+                    " must be multiples of 4 bytes");
 }
 
 }  // namespace
@@ -30,13 +30,8 @@ size_t Recorder::KeyHash::operator()(const std::vector<uint64_t>& key) const {
   return size_t(h ^ (h >> 32));
 }
 
-Recorder::Recorder(Device& device, BufferPool& pool, const RecorderOptions& options,
-                   Profiler* profiler)
-    : device_(device),
-      pool_(pool),
-      options_(options),
-      profiler_(profiler),
-      ring_(device, options.uniform_ring_bytes) {
+Recorder::Recorder(Device& device, BufferPool& pool, const RecorderOptions& options, Profiler* profiler)
+    : device_(device), pool_(pool), options_(options), profiler_(profiler), ring_(device, options.uniform_ring_bytes) {
   if (options_.dispatches_per_submit == 0 || options_.readback_chunk_bytes < 4)
     throw Error(ErrorCode::InvalidArgument,
                 "recorder options: dispatches_per_submit and readback_chunk_bytes must be "
@@ -51,9 +46,8 @@ Recorder::~Recorder() {
 
 // ---- dispatches ------------------------------------------------------------------------------
 
-void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers,
-                        std::span<const std::byte> params, uint64_t workgroups,
-                        std::string_view op) {
+void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers, std::span<const std::byte> params,
+                        uint64_t workgroups, std::string_view op) {
   Grid grid;
   try {
     grid = fold_workgroups(workgroups, device_.limits().maxComputeWorkgroupsPerDimension);
@@ -63,8 +57,8 @@ void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffe
   dispatch(kernel, buffers, params, grid, op);
 }
 
-void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers,
-                        std::span<const std::byte> params, Grid grid, std::string_view op) {
+void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers, std::span<const std::byte> params, Grid grid,
+                        std::string_view op) {
   check_bindings(kernel, buffers, params, op);
   grid = check_grid(grid, op);
   if (grid.workgroups() == 0) return;
@@ -99,13 +93,11 @@ void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffe
 
   note_op(op);
   ++dispatches_recorded_;
-  if (options_.policy == SubmitPolicy::EveryNDispatches &&
-      dispatches_recorded_ >= options_.dispatches_per_submit)
-    submit();
+  if (options_.policy == SubmitPolicy::EveryNDispatches && dispatches_recorded_ >= options_.dispatches_per_submit) submit();
 }
 
-void Recorder::check_bindings(const Kernel& kernel, std::span<const BufferRange> buffers,
-                              std::span<const std::byte> params, std::string_view op) const {
+void Recorder::check_bindings(const Kernel& kernel, std::span<const BufferRange> buffers, std::span<const std::byte> params,
+                              std::string_view op) const {
   const KernelSource& spec = kernel.spec;
   if (buffers.size() != spec.bindings.size())
     invalid(op, "kernel '" + spec.label + "' has " + std::to_string(spec.bindings.size()) +
@@ -119,21 +111,17 @@ void Recorder::check_bindings(const Kernel& kernel, std::span<const BufferRange>
     // Built only for a message: this loop runs for every dispatch.
     auto where = [&] { return "binding " + std::to_string(i) + " of kernel '" + spec.label + "'"; };
     if (!b.buffer || b.size == 0 || b.size % 4 != 0)
-      invalid(op, where() + " needs a buffer and a size that is a positive multiple of 4 (size " +
-                      std::to_string(b.size) + ")");
+      invalid(op, where() + " needs a buffer and a size that is a positive multiple of 4 (size " + std::to_string(b.size) + ")");
     if (b.offset % limits.minStorageBufferOffsetAlignment != 0)
-      invalid(op, where() + ": offset " + std::to_string(b.offset) +
-                      " is not a multiple of minStorageBufferOffsetAlignment (" +
+      invalid(op, where() + ": offset " + std::to_string(b.offset) + " is not a multiple of minStorageBufferOffsetAlignment (" +
                       std::to_string(limits.minStorageBufferOffsetAlignment) + ")");
     if (b.size > limits.maxStorageBufferBindingSize)
       throw GpuError(GpuErrorKind::TooLarge, op,
-                     where() + ": " + std::to_string(b.size) +
-                         " bytes is above maxStorageBufferBindingSize (" +
+                     where() + ": " + std::to_string(b.size) + " bytes is above maxStorageBufferBindingSize (" +
                          std::to_string(limits.maxStorageBufferBindingSize) + ")");
     for (size_t j = 0; j < i; ++j)
       if (buffers[j].id == b.id && spec.bindings[j] != spec.bindings[i])
-        invalid(op, "bindings " + std::to_string(j) + " and " + std::to_string(i) + " of kernel '" +
-                        spec.label +
+        invalid(op, "bindings " + std::to_string(j) + " and " + std::to_string(i) + " of kernel '" + spec.label +
                         "' bind one buffer both read-only and writable, which WebGPU forbids "
                         "within a dispatch; bind it once as read_write");
   }
@@ -143,9 +131,9 @@ Grid Recorder::check_grid(Grid grid, std::string_view op) const {
   const uint32_t max = device_.limits().maxComputeWorkgroupsPerDimension;
   if (grid.x > max || grid.y > max || grid.z > max)
     throw GpuError(GpuErrorKind::TooLarge, op,
-                   "grid " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
-                       std::to_string(grid.z) + " exceeds maxComputeWorkgroupsPerDimension (" +
-                       std::to_string(max) + "); give a workgroup count to have it folded");
+                   "grid " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" + std::to_string(grid.z) +
+                       " exceeds maxComputeWorkgroupsPerDimension (" + std::to_string(max) +
+                       "); give a workgroup count to have it folded");
   return grid;
 }
 
@@ -155,8 +143,7 @@ uint32_t Recorder::push_params(std::span<const std::byte> params, std::string_vi
   return ring_.push(params, op).value();
 }
 
-WGPUBindGroup Recorder::bind_group(const Kernel& kernel, std::span<const BufferRange> buffers,
-                                   std::string_view op) {
+WGPUBindGroup Recorder::bind_group(const Kernel& kernel, std::span<const BufferRange> buffers, std::string_view op) {
   key_.clear();
   key_.push_back(reinterpret_cast<uintptr_t>(kernel.bind_group_layout));
   for (const BufferRange& b : buffers) key_.insert(key_.end(), {b.id, b.offset, b.size});
@@ -171,11 +158,9 @@ WGPUBindGroup Recorder::bind_group(const Kernel& kernel, std::span<const BufferR
   }
   std::vector<WGPUBindGroupEntry> entries;
   for (size_t i = 0; i < buffers.size(); ++i)
-    entries.push_back({nullptr, uint32_t(i), buffers[i].buffer, buffers[i].offset, buffers[i].size,
-                       nullptr, nullptr});
+    entries.push_back({nullptr, uint32_t(i), buffers[i].buffer, buffers[i].offset, buffers[i].size, nullptr, nullptr});
   if (kernel.spec.params_size)
-    entries.push_back({nullptr, uint32_t(buffers.size()), params.buffer, 0, params.size, nullptr,
-                       nullptr});
+    entries.push_back({nullptr, uint32_t(buffers.size()), params.buffer, 0, params.size, nullptr, nullptr});
   WGPUBindGroupDescriptor desc{};
   desc.label = view(op);
   desc.layout = kernel.bind_group_layout;
@@ -255,10 +240,8 @@ void Recorder::submit() {
   const WGPUCommandBuffer commands = fn.CommandEncoderFinish(encoder_, nullptr);
   fn.CommandEncoderRelease(encoder_);
   encoder_ = nullptr;
-  const std::string op = first_op_.empty()
-                             ? std::string("submitting copies")
-                             : "submitting the dispatches from '" + first_op_ + "' to '" +
-                                   last_op_ + "'";
+  const std::string op = first_op_.empty() ? std::string("submitting copies")
+                                           : "submitting the dispatches from '" + first_op_ + "' to '" + last_op_ + "'";
   try {
     // wgpu-native aborts the process when given an invalid command buffer, so errors are
     // checked here and such commands are never submitted.
@@ -281,14 +264,12 @@ void Recorder::finish() {
 
 // ---- transfers -------------------------------------------------------------------------------
 
-void Recorder::upload(const BufferRange& destination, std::span<const std::byte> bytes,
-                      std::string_view op) {
+void Recorder::upload(const BufferRange& destination, std::span<const std::byte> bytes, std::string_view op) {
   if (bytes.empty()) return;
   const uint64_t padded_size = align_up(bytes.size(), 4);
   if (destination.offset % 4 != 0 || padded_size > destination.size)
-    invalid(op, "an upload of " + std::to_string(bytes.size()) + " bytes at offset " +
-                    std::to_string(destination.offset) + " into a range of " +
-                    std::to_string(destination.size) +
+    invalid(op, "an upload of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(destination.offset) +
+                    " into a range of " + std::to_string(destination.size) +
                     " bytes (the offset must be a multiple of 4, the data padded to 4 must fit)");
   std::vector<std::byte> padded;
   const std::byte* data = bytes.data();
@@ -308,24 +289,20 @@ void Recorder::upload(const BufferRange& destination, std::span<const std::byte>
     PooledBuffer staging = pool_.acquire(padded_size, BufferKind::Staging, op);
     fn.QueueWriteBuffer(device_.queue(), staging.handle(), 0, data, padded_size);
     end_pass();
-    fn.CommandEncoderCopyBufferToBuffer(encoder_, staging.handle(), 0, destination.buffer,
-                                        destination.offset, padded_size);
+    fn.CommandEncoderCopyBufferToBuffer(encoder_, staging.handle(), 0, destination.buffer, destination.offset, padded_size);
   }
   scope.close();
 }
 
-void Recorder::copy(const BufferRange& source, const BufferRange& destination,
-                    std::string_view op) {
+void Recorder::copy(const BufferRange& source, const BufferRange& destination, std::string_view op) {
   check_copy_alignment(source, op, "copy source");
   check_copy_alignment(destination, op, "copy destination");
   if (source.size != destination.size)
-    invalid(op, "copy of " + std::to_string(source.size) + " bytes into a range of " +
-                    std::to_string(destination.size));
+    invalid(op, "copy of " + std::to_string(source.size) + " bytes into a range of " + std::to_string(destination.size));
   if (source.size == 0) return;
   begin_encoding();
   end_pass();
-  device_.fn().CommandEncoderCopyBufferToBuffer(encoder_, source.buffer, source.offset,
-                                                destination.buffer, destination.offset,
+  device_.fn().CommandEncoderCopyBufferToBuffer(encoder_, source.buffer, source.offset, destination.buffer, destination.offset,
                                                 source.size);
 }
 
@@ -344,8 +321,7 @@ void Recorder::read_chunk(const BufferRange& source, std::byte* out, std::string
   begin_encoding();
   end_pass();
   const api::Functions& fn = device_.fn();
-  fn.CommandEncoderCopyBufferToBuffer(encoder_, source.buffer, source.offset, staging.handle(), 0,
-                                      source.size);
+  fn.CommandEncoderCopyBufferToBuffer(encoder_, source.buffer, source.offset, staging.handle(), 0, source.size);
   submit();
   map_for_reading(device_, staging.handle(), source.size, op);
   std::memcpy(out, fn.BufferGetConstMappedRange(staging.handle(), 0, source.size), source.size);

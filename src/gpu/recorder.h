@@ -35,8 +35,7 @@ struct RecorderOptions {
 class Recorder {
  public:
   // `profiler` may be null. Device, pool and profiler must outlive the recorder.
-  Recorder(Device& device, BufferPool& pool, const RecorderOptions& options = {},
-           Profiler* profiler = nullptr);
+  Recorder(Device& device, BufferPool& pool, const RecorderOptions& options = {}, Profiler* profiler = nullptr);
   ~Recorder();  // drops commands not yet submitted
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -47,10 +46,10 @@ class Recorder {
   // Bindings are checked first (count, alignment to minStorageBufferOffsetAlignment, size
   // limits, one buffer bound both read-only and writable); a failed check throws
   // GpuError(Validation or TooLarge) and records nothing.
-  void dispatch(const Kernel& kernel, std::span<const BufferRange> buffers,
-                std::span<const std::byte> params, uint64_t workgroups, std::string_view op);
-  void dispatch(const Kernel& kernel, std::span<const BufferRange> buffers,
-                std::span<const std::byte> params, Grid grid, std::string_view op);
+  void dispatch(const Kernel& kernel, std::span<const BufferRange> buffers, std::span<const std::byte> params,
+                uint64_t workgroups, std::string_view op);
+  void dispatch(const Kernel& kernel, std::span<const BufferRange> buffers, std::span<const std::byte> params, Grid grid,
+                std::string_view op);
 
   // Copies `bytes` into `destination`, ordered after the work recorded so far. The offset must be
   // a multiple of 4; a length that is not is padded with zeros to the next multiple of 4, which
@@ -77,12 +76,11 @@ class Recorder {
     size_t operator()(const std::vector<uint64_t>& key) const;
   };
 
-  void check_bindings(const Kernel& kernel, std::span<const BufferRange> buffers,
-                      std::span<const std::byte> params, std::string_view op) const;
+  void check_bindings(const Kernel& kernel, std::span<const BufferRange> buffers, std::span<const std::byte> params,
+                      std::string_view op) const;
   Grid check_grid(Grid grid, std::string_view op) const;
   uint32_t push_params(std::span<const std::byte> params, std::string_view op);
-  WGPUBindGroup bind_group(const Kernel& kernel, std::span<const BufferRange> buffers,
-                           std::string_view op);
+  WGPUBindGroup bind_group(const Kernel& kernel, std::span<const BufferRange> buffers, std::string_view op);
   void note_op(std::string_view op);
   void begin_encoding();
   void begin_pass(std::string_view name, TimingKind kind);

@@ -19,8 +19,7 @@ int track_id(std::vector<std::string>& tracks, const std::string& track) {
 }
 
 nlohmann::json metadata(const char* what, int tid, const std::string& name) {
-  return {{"ph", "M"}, {"name", what}, {"pid", kProcessId}, {"tid", tid},
-          {"args", {{"name", name}}}};
+  return {{"ph", "M"}, {"name", what}, {"pid", kProcessId}, {"tid", tid}, {"args", {{"name", name}}}};
 }
 
 }  // namespace
@@ -29,8 +28,8 @@ std::vector<TraceSlice> trace_slices(const std::vector<GpuTiming>& timings) {
   std::vector<TraceSlice> slices;
   slices.reserve(timings.size());
   for (const GpuTiming& t : timings)
-    slices.push_back({t.name, t.kind == TimingKind::Pass ? "GPU passes" : "GPU ops",
-                      t.start_ns / 1000.0, t.duration_ns / 1000.0});
+    slices.push_back(
+        {t.name, t.kind == TimingKind::Pass ? "GPU passes" : "GPU ops", t.start_ns / 1000.0, t.duration_ns / 1000.0});
   return slices;
 }
 
@@ -39,12 +38,15 @@ std::string chrome_trace_json(const std::vector<TraceSlice>& slices) {
   nlohmann::json events = nlohmann::json::array();
   events.push_back(metadata("process_name", 0, "wgml"));
   for (const TraceSlice& s : slices) {
-    events.push_back({{"name", s.name}, {"cat", s.track}, {"ph", "X"}, {"pid", kProcessId},
-                      {"tid", track_id(tracks, s.track)}, {"ts", s.start_us},
+    events.push_back({{"name", s.name},
+                      {"cat", s.track},
+                      {"ph", "X"},
+                      {"pid", kProcessId},
+                      {"tid", track_id(tracks, s.track)},
+                      {"ts", s.start_us},
                       {"dur", s.duration_us}});
   }
-  for (size_t i = 0; i < tracks.size(); ++i)
-    events.push_back(metadata("thread_name", int(i) + 1, tracks[i]));
+  for (size_t i = 0; i < tracks.size(); ++i) events.push_back(metadata("thread_name", int(i) + 1, tracks[i]));
   nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
   return trace.dump(1);
 }

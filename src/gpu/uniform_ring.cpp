@@ -8,12 +8,9 @@
 namespace wgml::gpu {
 
 UniformRing::UniformRing(Device& device, uint64_t capacity)
-    : device_(device),
-      id_(next_buffer_id()),
-      alignment_(device.limits().minUniformBufferOffsetAlignment),
-      staged_(capacity) {
-  buffer_ = device.create_buffer(capacity, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst,
-                                 "wgml uniform ring", "creating the uniform ring");
+    : device_(device), id_(next_buffer_id()), alignment_(device.limits().minUniformBufferOffsetAlignment), staged_(capacity) {
+  buffer_ = device.create_buffer(capacity, WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst, "wgml uniform ring",
+                                 "creating the uniform ring");
 }
 
 UniformRing::~UniformRing() {
@@ -26,8 +23,8 @@ std::optional<uint32_t> UniformRing::push(std::span<const std::byte> params, std
   const uint64_t limit = std::min<uint64_t>(staged_.size(), device_.limits().maxUniformBufferBindingSize);
   if (params.size() > limit)
     throw GpuError(GpuErrorKind::TooLarge, op,
-                   "a parameter struct of " + std::to_string(params.size()) +
-                       " bytes is above the uniform limit of " + std::to_string(limit) + " bytes");
+                   "a parameter struct of " + std::to_string(params.size()) + " bytes is above the uniform limit of " +
+                       std::to_string(limit) + " bytes");
   const uint64_t offset = align_up(used_, alignment_);
   if (offset + params.size() > staged_.size()) return std::nullopt;
   std::memcpy(staged_.data() + offset, params.data(), params.size());

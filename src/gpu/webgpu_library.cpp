@@ -42,7 +42,7 @@ std::unique_ptr<WebGpuLibrary> try_open(const std::string& path, std::string& wh
   auto lib = std::make_unique<WebGpuLibrary>();
   lib->path = path;
   std::string missing;
-#define WGML_RESOLVE_WEBGPU_FUNCTION(name)                                            \
+#define WGML_RESOLVE_WEBGPU_FUNCTION(name)                                              \
   lib->fn.name = reinterpret_cast<decltype(lib->fn.name)>(dlsym(handle, "wgpu" #name)); \
   if (!lib->fn.name) missing += (missing.empty() ? "wgpu" : ", wgpu") + std::string(#name);
   WGML_WEBGPU_FUNCTIONS(WGML_RESOLVE_WEBGPU_FUNCTION)
@@ -66,8 +66,7 @@ std::string WebGpuLibrary::version_string() const {
 std::vector<std::string> webgpu_library_candidates() {
   if (const char* chosen = std::getenv("WGML_WEBGPU_LIBRARY"); chosen && *chosen) return {chosen};
   std::vector<std::string> candidates;
-  if (std::string configured = WGML_WEBGPU_CONFIGURED_LIBRARY; !configured.empty())
-    candidates.push_back(configured);
+  if (std::string configured = WGML_WEBGPU_CONFIGURED_LIBRARY; !configured.empty()) candidates.push_back(configured);
   const fs::path dir = executable_directory();
   if (!dir.empty())
     for (const char* name : kLibraryNames) candidates.push_back((dir / name).string());

@@ -10,7 +10,7 @@
 namespace wgml::gpu {
 
 struct WebGpuLibrary {
-  std::string path;     // the file that was opened
+  std::string path;      // the file that was opened
   uint32_t version = 0;  // wgpuGetVersion(): four bytes, major first
   api::Functions fn;
 

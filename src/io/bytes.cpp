@@ -63,8 +63,6 @@ uint32_t read_u32_le(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
 
-uint64_t read_u64_le(const uint8_t* p) {
-  return uint64_t{read_u32_le(p)} | uint64_t{read_u32_le(p + 4)} << 32;
-}
+uint64_t read_u64_le(const uint8_t* p) { return uint64_t{read_u32_le(p)} | uint64_t{read_u32_le(p + 4)} << 32; }
 
 }  // namespace wgml::io

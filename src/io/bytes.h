@@ -15,9 +15,7 @@ struct ByteView {
 
   // A sub-range; the caller has checked offset + length <= size.
   ByteView sub(size_t offset, size_t length) const { return {owner, data + offset, length}; }
-  bool contains(uint64_t offset, uint64_t length) const {
-    return offset <= size && length <= size - offset;
-  }
+  bool contains(uint64_t offset, uint64_t length) const { return offset <= size && length <= size - offset; }
 };
 
 // Maps the whole file read-only. Throws wgml::Error(Io) naming the path.

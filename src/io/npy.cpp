@@ -16,18 +16,16 @@ struct Descr {
 };
 
 constexpr Descr kDescrs[] = {
-    {"<f4", DType::Float32}, {"<f2", DType::Float16}, {"<f8", DType::Float64},
-    {"<i8", DType::Int64},   {"<i4", DType::Int32},   {"<i2", DType::Int16},
-    {"|i1", DType::Int8},    {"|u1", DType::UInt8},   {"<u4", DType::UInt32},
-    {"|b1", DType::Bool},    {"<u2", DType::BFloat16},
+    {"<f4", DType::Float32}, {"<f2", DType::Float16}, {"<f8", DType::Float64},  {"<i8", DType::Int64},
+    {"<i4", DType::Int32},   {"<i2", DType::Int16},   {"|i1", DType::Int8},     {"|u1", DType::UInt8},
+    {"<u4", DType::UInt32},  {"|b1", DType::Bool},    {"<u2", DType::BFloat16},
 };
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg) {
   throw Error(ErrorCode::InvalidArgument, path + ": " + msg);
 }
 
-std::string header_field(const std::string& header, const std::string& key,
-                         const std::string& path) {
+std::string header_field(const std::string& header, const std::string& key, const std::string& path) {
   const std::regex re("'" + key + "'\\s*:\\s*('[^']*'|True|False|\\([^)]*\\))");
   std::smatch m;
   if (!std::regex_search(header, m, re)) fail(path, "npy header lacks '" + key + "'");
@@ -47,8 +45,7 @@ Shape parse_shape(const std::string& tuple, const std::string& path) {
 
 Tensor read_npy(const std::string& path, std::optional<DType> expected) {
   const ByteView file = map_file(path);
-  if (file.size < 10 || std::memcmp(file.data, "\x93NUMPY", 6) != 0)
-    fail(path, "byte 0: expected the .npy magic \"\\x93NUMPY\"");
+  if (file.size < 10 || std::memcmp(file.data, "\x93NUMPY", 6) != 0) fail(path, "byte 0: expected the .npy magic \"\\x93NUMPY\"");
   const uint8_t major = file.data[6];
   const size_t len_bytes = major == 1 ? 2 : 4;
   if (major < 1 || major > 3 || file.size < 8 + len_bytes) fail(path, "unsupported .npy version");
@@ -68,8 +65,7 @@ Tensor read_npy(const std::string& path, std::optional<DType> expected) {
     fail(path, "uint16 arrays are read only as bfloat16 bits, for a bfloat16 input");
   if (!dtype) fail(path, "unsupported dtype '" + descr + "'");
   const uint64_t bytes = static_cast<uint64_t>(shape_numel(shape)) * dtype_size(*dtype);
-  if (!file.contains(data_offset, bytes))
-    fail(path, "expected " + std::to_string(bytes) + " data bytes after the header");
+  if (!file.contains(data_offset, bytes)) fail(path, "expected " + std::to_string(bytes) + " data bytes after the header");
   return Tensor::from_bytes(*dtype, shape, file.data + data_offset);
 }
 

@@ -17,8 +17,7 @@ NodeContext NodeContext::field(std::string_view field) const {
 }
 
 std::string NodeContext::where() const {
-  std::string w = source_ + ": chain " + std::to_string(chain_) + ", instruction " +
-                  std::to_string(instruction_);
+  std::string w = source_ + ": chain " + std::to_string(chain_) + ", instruction " + std::to_string(instruction_);
   if (!node_.empty()) w += " (" + node_ + ")";
   if (!field_.empty()) w += ", field '" + field_ + "'";
   return w;
@@ -53,18 +52,15 @@ std::optional<Out> decode_literal_or_vid(const In* v, const NodeContext& ctx) {
 
 }  // namespace
 
-std::optional<IntOrVid> decode_int_or_vid(const mlx_delegate::IntOrVid* v,
-                                          const NodeContext& ctx) {
+std::optional<IntOrVid> decode_int_or_vid(const mlx_delegate::IntOrVid* v, const NodeContext& ctx) {
   return decode_literal_or_vid<IntOrVid>(v, ctx);
 }
 
-std::optional<FloatOrVid> decode_float_or_vid(const mlx_delegate::FloatOrVid* v,
-                                              const NodeContext& ctx) {
+std::optional<FloatOrVid> decode_float_or_vid(const mlx_delegate::FloatOrVid* v, const NodeContext& ctx) {
   return decode_literal_or_vid<FloatOrVid>(v, ctx);
 }
 
-std::optional<VidOrTid> decode_vid_or_tid(const mlx_delegate::VidOrTid* v,
-                                          const NodeContext& ctx) {
+std::optional<VidOrTid> decode_vid_or_tid(const mlx_delegate::VidOrTid* v, const NodeContext& ctx) {
   if (!v) return std::nullopt;
   VidOrTid r;
   r.is_vid = v->is_vid();
@@ -76,8 +72,7 @@ std::optional<VidOrTid> decode_vid_or_tid(const mlx_delegate::VidOrTid* v,
   return r;
 }
 
-std::optional<IntOrVidOrTid> decode_int_or_vid_or_tid(const mlx_delegate::IntOrVidOrTid* v,
-                                                      const NodeContext& ctx) {
+std::optional<IntOrVidOrTid> decode_int_or_vid_or_tid(const mlx_delegate::IntOrVidOrTid* v, const NodeContext& ctx) {
   if (!v) return std::nullopt;
   IntOrVidOrTid r;
   r.kind = v->kind();
@@ -97,8 +92,7 @@ std::optional<IntOrVidOrTid> decode_int_or_vid_or_tid(const mlx_delegate::IntOrV
   return r;
 }
 
-std::vector<Tid> decode_tid_list(const flatbuffers::Vector<const mlx_delegate::Tid*>* v,
-                                 bool required, const NodeContext& ctx) {
+std::vector<Tid> decode_tid_list(const flatbuffers::Vector<const mlx_delegate::Tid*>* v, bool required, const NodeContext& ctx) {
   if (!v) {
     if (required) ctx.fail("a list of tensor slots, found none");
     return {};
@@ -109,9 +103,8 @@ std::vector<Tid> decode_tid_list(const flatbuffers::Vector<const mlx_delegate::T
   return out;
 }
 
-std::vector<IntOrVid> decode_int_or_vid_list(
-    const flatbuffers::Vector<flatbuffers::Offset<mlx_delegate::IntOrVid>>* v, bool required,
-    const NodeContext& ctx) {
+std::vector<IntOrVid> decode_int_or_vid_list(const flatbuffers::Vector<flatbuffers::Offset<mlx_delegate::IntOrVid>>* v,
+                                             bool required, const NodeContext& ctx) {
   if (!v) {
     if (required) ctx.fail("a list of ints or value slots, found none");
     return {};
@@ -122,9 +115,8 @@ std::vector<IntOrVid> decode_int_or_vid_list(
   return out;
 }
 
-std::vector<std::string> decode_string_list(
-    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v, bool required,
-    const NodeContext& ctx) {
+std::vector<std::string> decode_string_list(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v, bool required,
+                                            const NodeContext& ctx) {
   if (!v) {
     if (required) ctx.fail("a list of strings, found none");
     return {};
@@ -144,10 +136,8 @@ std::string decode_string(const flatbuffers::String* s, bool required, const Nod
 }
 
 void throw_unknown_node(int union_id, const NodeContext& ctx) {
-  const std::string msg =
-      ctx.where() + ": unknown node type id " + std::to_string(union_id) +
-      " (this build knows ids 1-" + std::to_string(kMaxNodeUnionId) +
-      "; the program may come from a newer ExecuTorch)";
+  const std::string msg = ctx.where() + ": unknown node type id " + std::to_string(union_id) + " (this build knows ids 1-" +
+                          std::to_string(kMaxNodeUnionId) + "; the program may come from a newer ExecuTorch)";
   throw Error(union_id == 0 ? ErrorCode::InvalidProgram : ErrorCode::Unsupported, msg);
 }
 

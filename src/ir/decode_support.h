@@ -37,25 +37,19 @@ T require(std::optional<T> value, const NodeContext& ctx) {
 std::optional<Tid> decode_tid(const mlx_delegate::Tid* t, const NodeContext& ctx);
 std::optional<Vid> decode_vid(const mlx_delegate::Vid* v, const NodeContext& ctx);
 std::optional<IntOrVid> decode_int_or_vid(const mlx_delegate::IntOrVid* v, const NodeContext& ctx);
-std::optional<FloatOrVid> decode_float_or_vid(const mlx_delegate::FloatOrVid* v,
-                                              const NodeContext& ctx);
+std::optional<FloatOrVid> decode_float_or_vid(const mlx_delegate::FloatOrVid* v, const NodeContext& ctx);
 std::optional<VidOrTid> decode_vid_or_tid(const mlx_delegate::VidOrTid* v, const NodeContext& ctx);
-std::optional<IntOrVidOrTid> decode_int_or_vid_or_tid(const mlx_delegate::IntOrVidOrTid* v,
-                                                      const NodeContext& ctx);
+std::optional<IntOrVidOrTid> decode_int_or_vid_or_tid(const mlx_delegate::IntOrVidOrTid* v, const NodeContext& ctx);
 
-std::vector<Tid> decode_tid_list(const flatbuffers::Vector<const mlx_delegate::Tid*>* v,
-                                 bool required, const NodeContext& ctx);
-std::vector<IntOrVid> decode_int_or_vid_list(
-    const flatbuffers::Vector<flatbuffers::Offset<mlx_delegate::IntOrVid>>* v, bool required,
-    const NodeContext& ctx);
-std::vector<std::string> decode_string_list(
-    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v, bool required,
-    const NodeContext& ctx);
+std::vector<Tid> decode_tid_list(const flatbuffers::Vector<const mlx_delegate::Tid*>* v, bool required, const NodeContext& ctx);
+std::vector<IntOrVid> decode_int_or_vid_list(const flatbuffers::Vector<flatbuffers::Offset<mlx_delegate::IntOrVid>>* v,
+                                             bool required, const NodeContext& ctx);
+std::vector<std::string> decode_string_list(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v, bool required,
+                                            const NodeContext& ctx);
 std::string decode_string(const flatbuffers::String* s, bool required, const NodeContext& ctx);
 
 template <class T>
-std::vector<T> decode_scalar_list(const flatbuffers::Vector<T>* v, bool required,
-                                  const NodeContext& ctx) {
+std::vector<T> decode_scalar_list(const flatbuffers::Vector<T>* v, bool required, const NodeContext& ctx) {
   if (!v) {
     if (required) ctx.fail("a list, found none");
     return {};

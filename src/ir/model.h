@@ -28,7 +28,6 @@ struct Model {
 
 // Binds program constants to named data; `source` names the model in errors. Throws
 // wgml::Error(InvalidProgram) on a missing name or a size that contradicts the metadata.
-std::vector<io::ByteView> bind_constants(const Program& program, const NamedData& named,
-                                         const std::string& source);
+std::vector<io::ByteView> bind_constants(const Program& program, const NamedData& named, const std::string& source);
 
 }  // namespace wgml::ir

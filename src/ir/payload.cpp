@@ -16,29 +16,24 @@ constexpr uint64_t kMaxSlots = uint64_t{1} << 24;
   throw Error(code, source + ": " + msg);
 }
 
-Slot decode_slot(const mlx_delegate::SlotVariant* s, const std::string& where,
-                 const std::string& source) {
+Slot decode_slot(const mlx_delegate::SlotVariant* s, const std::string& where, const std::string& source) {
   if (!s) fail(ErrorCode::InvalidProgram, source, where + ": expected a slot, found none");
   const auto type = static_cast<int>(s->slot_type());
   if (type < 0 || type > 3)
-    fail(ErrorCode::InvalidProgram, source,
-         where + ": expected slot_type 0-3, found " + std::to_string(type));
+    fail(ErrorCode::InvalidProgram, source, where + ": expected slot_type 0-3, found " + std::to_string(type));
   return Slot{s->idx(), static_cast<SlotType>(type)};
 }
 
-std::vector<Slot> decode_slot_map(
-    const flatbuffers::Vector<flatbuffers::Offset<mlx_delegate::SlotVariant>>* v,
-    const char* field, const std::string& source) {
+std::vector<Slot> decode_slot_map(const flatbuffers::Vector<flatbuffers::Offset<mlx_delegate::SlotVariant>>* v, const char* field,
+                                  const std::string& source) {
   std::vector<Slot> out;
   if (!v) return out;
   for (uint32_t i = 0; i < v->size(); ++i)
-    out.push_back(decode_slot(v->Get(i), std::string(field) + "[" + std::to_string(i) + "]",
-                              source));
+    out.push_back(decode_slot(v->Get(i), std::string(field) + "[" + std::to_string(i) + "]", source));
   return out;
 }
 
-TensorMeta decode_meta(const mlx_delegate::TensorMeta& m, uint32_t tid,
-                       const std::string& source) {
+TensorMeta decode_meta(const mlx_delegate::TensorMeta& m, uint32_t tid, const std::string& source) {
   const std::string where = "tensor_meta[" + std::to_string(tid) + "]";
   TensorMeta meta;
   const auto dtype = dtype_from_scalar_type(m.scalar_type());
@@ -52,14 +47,10 @@ TensorMeta decode_meta(const mlx_delegate::TensorMeta& m, uint32_t tid,
   for (uint32_t d = 0; d < m.shape()->size(); ++d) {
     const auto* dim = m.shape()->Get(d);
     Dim out{dim->value(), dim->min_value(), dim->max_value()};
-    if (out.value < -1 || (!out.is_static() && (out.min_value < 0 ||
-                                                 (out.max_value >= 0 &&
-                                                  out.max_value < out.min_value))))
+    if (out.value < -1 || (!out.is_static() && (out.min_value < 0 || (out.max_value >= 0 && out.max_value < out.min_value))))
       fail(ErrorCode::InvalidProgram, source,
-           where + ".shape[" + std::to_string(d) +
-               "]: expected a static size >= 0 or -1 with 0 <= min <= max, found value " +
-               std::to_string(out.value) + " min " + std::to_string(out.min_value) + " max " +
-               std::to_string(out.max_value));
+           where + ".shape[" + std::to_string(d) + "]: expected a static size >= 0 or -1 with 0 <= min <= max, found value " +
+               std::to_string(out.value) + " min " + std::to_string(out.min_value) + " max " + std::to_string(out.max_value));
     meta.shape.push_back(out);
   }
   if (m.dim_order()) meta.dim_order.assign(m.dim_order()->begin(), m.dim_order()->end());
@@ -75,9 +66,8 @@ void decode_counts(const mlx_delegate::MLXGraph& g, Program& p, const std::strin
   p.num_values = g.num_values();
   if (p.num_tensors() > kMaxSlots || p.num_values > kMaxSlots)
     fail(ErrorCode::InvalidProgram, source,
-         "slot counts: expected at most " + std::to_string(kMaxSlots) +
-             " tensor and value slots, found " + std::to_string(p.num_tensors()) + " tensors and " +
-             std::to_string(p.num_values) + " values");
+         "slot counts: expected at most " + std::to_string(kMaxSlots) + " tensor and value slots, found " +
+             std::to_string(p.num_tensors()) + " tensors and " + std::to_string(p.num_values) + " values");
 }
 
 void decode_chains(const mlx_delegate::MLXGraph& g, Program& p, const std::string& source) {
@@ -87,8 +77,7 @@ void decode_chains(const mlx_delegate::MLXGraph& g, Program& p, const std::strin
   for (uint32_t c = 0; c < chains->size(); ++c) {
     const auto* instructions = chains->Get(c)->instructions();
     if (!instructions)
-      fail(ErrorCode::InvalidProgram, source,
-           "chain " + std::to_string(c) + ": expected an instructions list, found none");
+      fail(ErrorCode::InvalidProgram, source, "chain " + std::to_string(c) + ": expected an instructions list, found none");
     auto& out = p.chains[c].instructions;
     out.reserve(instructions->size());
     for (uint32_t i = 0; i < instructions->size(); ++i)
@@ -99,9 +88,7 @@ void decode_chains(const mlx_delegate::MLXGraph& g, Program& p, const std::strin
 Program decode_graph(const mlx_delegate::MLXGraph& g, const std::string& source) {
   Program p;
   p.version = g.version() ? g.version()->str() : "";
-  if (p.version != "1")
-    fail(ErrorCode::Unsupported, source,
-         "version: expected \"1\", found \"" + p.version + "\"");
+  if (p.version != "1") fail(ErrorCode::Unsupported, source, "version: expected \"1\", found \"" + p.version + "\"");
   decode_counts(g, p, source);
   decode_chains(g, p, source);
   p.main_chain_idx = g.main_chain_idx();
@@ -118,8 +105,7 @@ Program decode_graph(const mlx_delegate::MLXGraph& g, const std::string& source)
     }
   }
   if (const auto* metas = g.tensor_meta()) {
-    for (uint32_t i = 0; i < metas->size(); ++i)
-      p.tensor_meta.emplace_back(decode_meta(*metas->Get(i), i, source));
+    for (uint32_t i = 0; i < metas->size(); ++i) p.tensor_meta.emplace_back(decode_meta(*metas->Get(i), i, source));
   }
   return p;
 }
@@ -135,16 +121,13 @@ Program read_payload(const io::ByteView& blob, const std::string& source) {
   if (blob.size < kPayloadHeaderSize)
     fail(ErrorCode::InvalidFormat, source,
          "byte 0: expected a 24-byte MLX0 header, found " + std::to_string(blob.size) + " bytes");
-  if (!looks_like_payload(blob))
-    fail(ErrorCode::InvalidFormat, source,
-         "byte 0: expected 4 zero bytes then magic \"MLX0\"");
+  if (!looks_like_payload(blob)) fail(ErrorCode::InvalidFormat, source, "byte 0: expected 4 zero bytes then magic \"MLX0\"");
   const uint64_t data_offset = io::read_u64_le(blob.data + 8);
   const uint64_t data_size = io::read_u64_le(blob.data + 16);
   if (data_offset <= kPayloadHeaderSize || !blob.contains(data_offset, data_size))
     fail(ErrorCode::InvalidFormat, source,
-         "byte 8: data segment [" + std::to_string(data_offset) + ", +" +
-             std::to_string(data_size) + ") must start after the header and end within the " +
-             std::to_string(blob.size) + "-byte payload");
+         "byte 8: data segment [" + std::to_string(data_offset) + ", +" + std::to_string(data_size) +
+             ") must start after the header and end within the " + std::to_string(blob.size) + "-byte payload");
   const uint8_t* fb = blob.data + kPayloadHeaderSize;
   const size_t fb_size = data_offset - kPayloadHeaderSize;
   // FlatBuffers reads scalars in place: a payload at an unaligned place in its container (a .pte

@@ -33,28 +33,36 @@ std::optional<uint64_t> TensorMeta::static_numel() const {
 
 const char* slot_type_name(SlotType t) {
   switch (t) {
-    case SlotType::Tensor: return "tensor";
-    case SlotType::Int: return "int";
-    case SlotType::Float: return "float";
-    case SlotType::Bool: return "bool";
+    case SlotType::Tensor:
+      return "tensor";
+    case SlotType::Int:
+      return "int";
+    case SlotType::Float:
+      return "float";
+    case SlotType::Bool:
+      return "bool";
   }
   return "?";
 }
 
 const char* tensor_class_name(TensorClass c) {
   switch (c) {
-    case TensorClass::Constant: return "constant";
-    case TensorClass::Input: return "input";
-    case TensorClass::Output: return "output";
-    case TensorClass::MutableBuffer: return "mutable buffer";
-    case TensorClass::Temp: return "temp";
+    case TensorClass::Constant:
+      return "constant";
+    case TensorClass::Input:
+      return "input";
+    case TensorClass::Output:
+      return "output";
+    case TensorClass::MutableBuffer:
+      return "mutable buffer";
+    case TensorClass::Temp:
+      return "temp";
   }
   return "?";
 }
 
 uint64_t Program::num_tensors() const {
-  return uint64_t{num_constant_tensors} + num_input_tensors + num_output_tensors +
-         num_mutable_buffer_tensors + num_temp_tensors;
+  return uint64_t{num_constant_tensors} + num_input_tensors + num_output_tensors + num_mutable_buffer_tensors + num_temp_tensors;
 }
 
 TensorClass Program::tensor_class(Tid t) const {

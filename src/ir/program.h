@@ -44,8 +44,7 @@ struct NamedSlot {
 // An ONNX op kept in its own domain where no faithful lowering to `mlx` nodes exists (DESIGN.md,
 // "One instruction model, two op domains"). Backends find its kernel by (domain, op_type).
 struct OnnxAttribute {
-  using Value = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                             std::vector<double>, std::vector<std::string>>;
+  using Value = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, std::vector<std::string>>;
   std::string name;
   Value value;
 };
@@ -53,8 +52,8 @@ struct OnnxAttribute {
 struct OnnxOp {
   std::string domain;  // "ai.onnx", "ai.onnx.ml", ...
   std::string op_type;
-  int32_t opset = 0;   // the version of the domain the model imports
-  std::string name;    // the ONNX node name, for errors
+  int32_t opset = 0;                       // the version of the domain the model imports
+  std::string name;                        // the ONNX node name, for errors
   std::vector<std::optional<Tid>> inputs;  // nullopt: an omitted optional input
   std::vector<std::optional<Tid>> outputs;
   std::vector<OnnxAttribute> attributes;

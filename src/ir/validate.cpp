@@ -37,8 +37,10 @@ struct SlotVisitor {
     if (v.is_vid) (*this)(v.vid, r);
   }
   void operator()(const VidOrTid& v, FieldRole r) {
-    if (v.is_vid) (*this)(v.vid, r);
-    else (*this)(v.tid, r);
+    if (v.is_vid)
+      (*this)(v.vid, r);
+    else
+      (*this)(v.tid, r);
   }
   void operator()(const IntOrVidOrTid& v, FieldRole r) {
     if (v.kind == IntOrVidOrTid::Value) (*this)(v.vid, r);
@@ -71,8 +73,7 @@ template <class OnTid, class OnVid>
 void visit_slots(const Instruction& instruction, OnTid on_tid, OnVid on_vid) {
   if (const Node* node = as_node(instruction)) return visit_slots(*node, on_tid, on_vid);
   const OnnxOp& op = std::get<OnnxOp>(instruction);
-  auto visit_list = [&](const std::vector<std::optional<Tid>>& tids, const char* list,
-                        FieldRole role) {
+  auto visit_list = [&](const std::vector<std::optional<Tid>>& tids, const char* list, FieldRole role) {
     for (size_t k = 0; k < tids.size(); ++k)
       if (tids[k]) on_tid(*tids[k], role, std::string(list) + "[" + std::to_string(k) + "]");
   };
@@ -83,10 +84,8 @@ void visit_slots(const Instruction& instruction, OnTid on_tid, OnVid on_vid) {
 std::vector<uint32_t> child_chains(const Instruction& instruction) {
   const Node* node = as_node(instruction);
   if (!node) return {};
-  if (const auto* scan = std::get_if<ScanNode>(node))
-    return {static_cast<uint32_t>(scan->body_chain_idx)};
-  if (const auto* branch = std::get_if<IfNode>(node))
-    return {branch->then_chain_idx, branch->else_chain_idx};
+  if (const auto* scan = std::get_if<ScanNode>(node)) return {static_cast<uint32_t>(scan->body_chain_idx)};
+  if (const auto* branch = std::get_if<IfNode>(node)) return {branch->then_chain_idx, branch->else_chain_idx};
   return {};
 }
 
@@ -111,38 +110,33 @@ class Validator {
     throw Error(ErrorCode::InvalidProgram, source_ + ": " + where + ": expected " + expected);
   }
 
-  static std::string at(uint32_t chain, size_t instruction, const Instruction& node,
-                        std::string_view field) {
-    return "chain " + std::to_string(chain) + ", instruction " + std::to_string(instruction) +
-           " (" + instruction_name(node) + "), field '" + std::string(field) + "'";
+  static std::string at(uint32_t chain, size_t instruction, const Instruction& node, std::string_view field) {
+    return "chain " + std::to_string(chain) + ", instruction " + std::to_string(instruction) + " (" + instruction_name(node) +
+           "), field '" + std::string(field) + "'";
   }
 
   void check_chain_roots() const {
     if (p_.main_chain_idx >= p_.chains.size())
-      fail("main_chain_idx", "a chain index below " + std::to_string(p_.chains.size()) +
-                                 ", found " + std::to_string(p_.main_chain_idx));
+      fail("main_chain_idx",
+           "a chain index below " + std::to_string(p_.chains.size()) + ", found " + std::to_string(p_.main_chain_idx));
     if (p_.init_chain_idx < -1 || p_.init_chain_idx >= static_cast<int64_t>(p_.chains.size()))
-      fail("init_chain_idx", "-1 or a chain index below " + std::to_string(p_.chains.size()) +
-                                 ", found " + std::to_string(p_.init_chain_idx));
-    if (p_.init_chain_idx == static_cast<int64_t>(p_.main_chain_idx))
-      fail("init_chain_idx", "a chain other than the main chain");
+      fail("init_chain_idx",
+           "-1 or a chain index below " + std::to_string(p_.chains.size()) + ", found " + std::to_string(p_.init_chain_idx));
+    if (p_.init_chain_idx == static_cast<int64_t>(p_.main_chain_idx)) fail("init_chain_idx", "a chain other than the main chain");
   }
 
   void check_slot(const Slot& s, const std::string& where) const {
     if (s.type == SlotType::Tensor) {
       if (s.idx >= p_.num_tensors())
-        fail(where, "a tensor slot below " + std::to_string(p_.num_tensors()) + ", found " +
-                        std::to_string(s.idx));
+        fail(where, "a tensor slot below " + std::to_string(p_.num_tensors()) + ", found " + std::to_string(s.idx));
     } else if (s.idx >= p_.num_values) {
-      fail(where, "a value slot below " + std::to_string(p_.num_values) + ", found " +
-                      std::to_string(s.idx));
+      fail(where, "a value slot below " + std::to_string(p_.num_values) + ", found " + std::to_string(s.idx));
     }
   }
 
   void check_io_maps() const {
     auto check_map = [&](const std::vector<Slot>& map, const char* name) {
-      for (size_t i = 0; i < map.size(); ++i)
-        check_slot(map[i], std::string(name) + "[" + std::to_string(i) + "]");
+      for (size_t i = 0; i < map.size(); ++i) check_slot(map[i], std::string(name) + "[" + std::to_string(i) + "]");
     };
     check_map(p_.inputs, "input_map");
     check_map(p_.outputs, "output_map");
@@ -160,29 +154,25 @@ class Validator {
     for (size_t i = 0; i < p_.named_slots.size(); ++i) {
       const std::string where = "named_slots[" + std::to_string(i) + "]";
       check_slot(p_.named_slots[i].slot, where);
-      if (!seen.insert(p_.named_slots[i].name).second)
-        fail(where, "a unique name, found '" + p_.named_slots[i].name + "' twice");
+      if (!seen.insert(p_.named_slots[i].name).second) fail(where, "a unique name, found '" + p_.named_slots[i].name + "' twice");
     }
   }
 
   void check_tensor_meta() const {
     if (p_.tensor_meta.size() > p_.num_tensors())
-      fail("tensor_meta", "at most " + std::to_string(p_.num_tensors()) + " entries, found " +
-                              std::to_string(p_.tensor_meta.size()));
+      fail("tensor_meta",
+           "at most " + std::to_string(p_.num_tensors()) + " entries, found " + std::to_string(p_.tensor_meta.size()));
     const uint64_t persistent = uint64_t{p_.num_constant_tensors};
     for (uint64_t t = 0; t < persistent; ++t) {
       const TensorMeta* m = p_.meta(Tid{static_cast<uint32_t>(t)});
       if (!m) fail("tensor_meta[" + std::to_string(t) + "]", "metadata for constant tensor");
-      if (!m->is_static())
-        fail("tensor_meta[" + std::to_string(t) + "]", "a static shape for a constant");
+      if (!m->is_static()) fail("tensor_meta[" + std::to_string(t) + "]", "a static shape for a constant");
       if (!p_.named_slot_of_tensor(static_cast<uint32_t>(t)))
         fail("named_slots", "a name for constant tensor " + std::to_string(t));
     }
     for (const Slot& s : p_.mutable_buffers) {
       const TensorMeta* m = p_.meta(Tid{s.idx});
-      if (!m || !m->is_static())
-        fail("tensor_meta[" + std::to_string(s.idx) + "]",
-             "static metadata for mutable buffer tensor");
+      if (!m || !m->is_static()) fail("tensor_meta[" + std::to_string(s.idx) + "]", "static metadata for mutable buffer tensor");
     }
   }
 
@@ -191,11 +181,10 @@ class Validator {
     const Node* node = as_node(instruction);
     const auto* kernel = node ? std::get_if<MetalKernelNode>(node) : nullptr;
     if (!kernel) return;
-    throw Error(ErrorCode::Unsupported,
-                source_ + ": chain " + std::to_string(c) + ", instruction " + std::to_string(i) +
-                    ": MetalKernelNode '" + kernel->name +
-                    "' runs raw Metal source, which wgml cannot execute; expected a program "
-                    "without custom Metal kernels");
+    throw Error(ErrorCode::Unsupported, source_ + ": chain " + std::to_string(c) + ", instruction " + std::to_string(i) +
+                                            ": MetalKernelNode '" + kernel->name +
+                                            "' runs raw Metal source, which wgml cannot execute; expected a program "
+                                            "without custom Metal kernels");
   }
 
   void check_chain_slots(uint32_t c) const {
@@ -208,26 +197,20 @@ class Validator {
           node,
           [&](Tid t, FieldRole role, std::string_view field) {
             if (t.idx >= p_.num_tensors())
-              fail(at(c, i, node, field), "a tensor slot below " +
-                                              std::to_string(p_.num_tensors()) + ", found " +
-                                              std::to_string(t.idx));
-            if (role != FieldRole::Read && !is_init &&
-                p_.tensor_class(t) == TensorClass::Constant)
               fail(at(c, i, node, field),
-                   "no write to constant tensor " + std::to_string(t.idx) +
-                       " outside the init chain");
+                   "a tensor slot below " + std::to_string(p_.num_tensors()) + ", found " + std::to_string(t.idx));
+            if (role != FieldRole::Read && !is_init && p_.tensor_class(t) == TensorClass::Constant)
+              fail(at(c, i, node, field), "no write to constant tensor " + std::to_string(t.idx) + " outside the init chain");
           },
           [&](Vid v, std::string_view field) {
             if (v.idx >= p_.num_values)
-              fail(at(c, i, node, field), "a value slot below " + std::to_string(p_.num_values) +
-                                              ", found " + std::to_string(v.idx));
+              fail(at(c, i, node, field),
+                   "a value slot below " + std::to_string(p_.num_values) + ", found " + std::to_string(v.idx));
           });
       for (uint32_t child : child_chains(node)) {
-        if (child >= p_.chains.size() || child == p_.main_chain_idx ||
-            static_cast<int64_t>(child) == p_.init_chain_idx)
-          fail(at(c, i, node, "chain index"),
-               "a body chain index below " + std::to_string(p_.chains.size()) +
-                   " other than the main and init chains, found " + std::to_string(child));
+        if (child >= p_.chains.size() || child == p_.main_chain_idx || static_cast<int64_t>(child) == p_.init_chain_idx)
+          fail(at(c, i, node, "chain index"), "a body chain index below " + std::to_string(p_.chains.size()) +
+                                                  " other than the main and init chains, found " + std::to_string(child));
       }
     }
   }
@@ -245,8 +228,7 @@ class Validator {
     if (state[c] == 2) return;
     if (state[c] == 1) fail("chain " + std::to_string(c), "no chain that runs itself");
     if (depth > kMaxChainNesting)
-      fail("chain " + std::to_string(c),
-           "body chains nested at most " + std::to_string(kMaxChainNesting) + " deep");
+      fail("chain " + std::to_string(c), "body chains nested at most " + std::to_string(kMaxChainNesting) + " deep");
     state[c] = 1;
     for (const Instruction& node : p_.chains[c].instructions)
       for (uint32_t child : child_chains(node)) visit_refs(child, state, depth + 1);
@@ -287,8 +269,10 @@ class Validator {
           node,
           [&](Tid t, FieldRole role, std::string_view field) {
             if (!is_temp(t)) return;
-            if (role == FieldRole::Write) writes.push_back(t);
-            else note_read(temp_index(t), at(c, i, node, field));
+            if (role == FieldRole::Write)
+              writes.push_back(t);
+            else
+              note_read(temp_index(t), at(c, i, node, field));
           },
           [](Vid, std::string_view) {});
       apply_children(node, effect.writes, note_read);
@@ -299,8 +283,7 @@ class Validator {
   }
 
   template <class NoteRead>
-  void apply_children(const Instruction& instruction, std::vector<bool>& written,
-                      NoteRead& note_read) const {
+  void apply_children(const Instruction& instruction, std::vector<bool>& written, NoteRead& note_read) const {
     const Node* node = as_node(instruction);
     if (!node) return;
     if (const auto* scan = std::get_if<ScanNode>(node)) {
@@ -315,8 +298,7 @@ class Validator {
       const ChainEffect& else_effect = effect_of(branch->else_chain_idx);
       for (const auto* branch_effect : {&then_effect, &else_effect})
         for (const auto& [temp, where] : branch_effect->reads_before_write) note_read(temp, where);
-      for (size_t k = 0; k < written.size(); ++k)
-        written[k] = written[k] || (then_effect.writes[k] && else_effect.writes[k]);
+      for (size_t k = 0; k < written.size(); ++k) written[k] = written[k] || (then_effect.writes[k] && else_effect.writes[k]);
     }
   }
 
@@ -327,9 +309,7 @@ class Validator {
 
 }  // namespace
 
-void validate_program(const Program& program, const std::string& source) {
-  Validator(program, source).run();
-}
+void validate_program(const Program& program, const std::string& source) { Validator(program, source).run(); }
 
 std::vector<bool> constants_written_by_init(const Program& program) {
   std::vector<bool> out(program.num_constant_tensors, false);

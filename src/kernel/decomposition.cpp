@@ -18,7 +18,8 @@ class DecompositionParser {
 
   std::vector<Decomposition> run(const Json& root) {
     expect(root.is_object() && root.contains("domain") && root.at("domain").is_string(), "", "an object with a \"domain\"");
-    expect(root.contains("decompositions") && root.at("decompositions").is_object(), "decompositions", "an object of op: decomposition");
+    expect(root.contains("decompositions") && root.at("decompositions").is_object(), "decompositions",
+           "an object of op: decomposition");
     for (const auto& [key, _] : root.items())
       if (key != "domain" && key != "description" && key != "decompositions") fail(key, "unknown key");
     std::vector<Decomposition> out;

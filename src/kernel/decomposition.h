@@ -20,7 +20,7 @@ struct DecompositionStep {
   std::string loop_variable;  // with `for`: the step runs once per element of loop_list
   std::optional<Expr> loop_list;
   std::map<std::string, std::string> inputs;  // the step op's input -> a tensor field of the node, or "previous"
-  std::map<std::string, Expr> attributes;      // the step op's attribute -> its value
+  std::map<std::string, Expr> attributes;     // the step op's attribute -> its value
   std::string path;
 };
 

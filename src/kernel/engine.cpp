@@ -19,9 +19,8 @@ const std::vector<std::string>& template_globals() {
 std::vector<Expr::NameUse> distinct_reads(const Template& t) {
   std::vector<Expr::NameUse> reads;
   for (const auto& free : t.free_names()) {
-    const bool seen = std::any_of(reads.begin(), reads.end(), [&](const Expr::NameUse& r) {
-      return r.name == free.use.name && r.member == free.use.member;
-    });
+    const bool seen = std::any_of(reads.begin(), reads.end(),
+                                  [&](const Expr::NameUse& r) { return r.name == free.use.name && r.member == free.use.member; });
     if (!seen) reads.push_back({free.use.name, free.use.member, 0});
   }
   return reads;
@@ -51,7 +50,8 @@ void Engine::attach_templates(KernelSpec& spec) {
         try {
           pass_table.check(*free.expr, free.use);
         } catch (const Error& e) {
-          throw Error(ErrorCode::InvalidFormat, spec.file + ": " + pass.path + ": its template reads a name this pass does not define:\n" + e.what());
+          throw Error(ErrorCode::InvalidFormat,
+                      spec.file + ": " + pass.path + ": its template reads a name this pass does not define:\n" + e.what());
         }
       }
     }
@@ -81,7 +81,8 @@ void Engine::load_directory(const std::string& specs_dir) {
     for (const auto& spec : load(file.string())) {
       const auto [it, first] = defined_by.emplace(std::make_pair(spec->domain, spec->name), spec->file);
       if (!first)
-        throw Error(ErrorCode::InvalidFormat, spec->file + ": " + spec->qualified_name() + " is already defined by " + it->second);
+        throw Error(ErrorCode::InvalidFormat,
+                    spec->file + ": " + spec->qualified_name() + " is already defined by " + it->second);
     }
   }
 }

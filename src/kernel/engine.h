@@ -29,9 +29,7 @@ class Engine {
   // Loads every spec file under `specs_dir`; an op defined by two files is an error.
   void load_directory(const std::string& specs_dir);
   const KernelSpec* find(const std::string& domain, const std::string& op) const;
-  const std::map<std::pair<std::string, std::string>, std::shared_ptr<const KernelSpec>>& specs() const {
-    return specs_;
-  }
+  const std::map<std::pair<std::string, std::string>, std::shared_ptr<const KernelSpec>>& specs() const { return specs_; }
 
   // Throws wgml::Error: InvalidArgument when the request does not match the spec (a missing or
   // unknown input, a dtype outside typeConstraints, an attribute outside its constraints),

@@ -19,9 +19,9 @@ std::optional<Value> ObjectScope::find(std::string_view name) const {
 }
 
 std::string Expr::locate(int column, const std::string& what) const {
-  std::string message = origin_->file + ": " + origin_->path + ": column " +
-                        std::to_string(column + origin_->column_base) + ": " + what + "\n    " +
-                        *text_ + "\n    " + std::string(static_cast<size_t>(std::max(column - 1, 0)), ' ') + "^";
+  std::string message = origin_->file + ": " + origin_->path + ": column " + std::to_string(column + origin_->column_base) +
+                        ": " + what + "\n    " + *text_ + "\n    " +
+                        std::string(static_cast<size_t>(std::max(column - 1, 0)), ' ') + "^";
   return message;
 }
 
@@ -34,20 +34,29 @@ class Evaluator {
 
   Value eval(const Expr::Node& n) {
     switch (n.kind) {
-      case NodeKind::Literal: return n.literal;
+      case NodeKind::Literal:
+        return n.literal;
       case NodeKind::ListLit: {
         List items;
         for (const auto& child : n.children) items.push_back(eval(*child));
         return Value(std::move(items));
       }
-      case NodeKind::Comprehension: return comprehension(n);
-      case NodeKind::Name: return lookup(n);
-      case NodeKind::Member: return member(n);
-      case NodeKind::Index: return index(n);
-      case NodeKind::Slice: return slice(n);
-      case NodeKind::Call: return call(n);
-      case NodeKind::Unary: return unary(n);
-      case NodeKind::Binary: return binary(n);
+      case NodeKind::Comprehension:
+        return comprehension(n);
+      case NodeKind::Name:
+        return lookup(n);
+      case NodeKind::Member:
+        return member(n);
+      case NodeKind::Index:
+        return index(n);
+      case NodeKind::Slice:
+        return slice(n);
+      case NodeKind::Call:
+        return call(n);
+      case NodeKind::Unary:
+        return unary(n);
+      case NodeKind::Binary:
+        return binary(n);
       case NodeKind::And: {
         Value left = eval(*n.children[0]);
         return left.truthy() ? eval(*n.children[1]) : left;
@@ -56,11 +65,14 @@ class Evaluator {
         Value left = eval(*n.children[0]);
         return left.truthy() ? left : eval(*n.children[1]);
       }
-      case NodeKind::Not: return Value(!eval(*n.children[0]).truthy());
+      case NodeKind::Not:
+        return Value(!eval(*n.children[0]).truthy());
       case NodeKind::Ternary:
         return eval(*n.children[0]).truthy() ? eval(*n.children[1]) : eval(*n.children[2]);
-      case NodeKind::Compare: return compare(n);
-      case NodeKind::In: return contains(n);
+      case NodeKind::Compare:
+        return compare(n);
+      case NodeKind::In:
+        return contains(n);
     }
     fail(n, "unknown expression node");
   }
@@ -222,7 +234,7 @@ class Evaluator {
     int order = 0;
     if (a.is_number() && b.is_number()) {
       order = a.is_int() && b.is_int() ? (a.as_int() < b.as_int() ? -1 : a.as_int() > b.as_int())
-                                      : (a.as_number() < b.as_number() ? -1 : a.as_number() > b.as_number());
+                                       : (a.as_number() < b.as_number() ? -1 : a.as_number() > b.as_number());
     } else if (a.is_string() && b.is_string()) {
       order = a.as_string().compare(b.as_string());
     } else {

@@ -33,8 +33,7 @@ class Scope {
 // A Scope backed by an Object, with an optional enclosing scope for names it lacks.
 class ObjectScope : public Scope {
  public:
-  explicit ObjectScope(Object names, const Scope* parent = nullptr)
-      : names_(std::move(names)), parent_(parent) {}
+  explicit ObjectScope(Object names, const Scope* parent = nullptr) : names_(std::move(names)), parent_(parent) {}
   std::optional<Value> find(std::string_view name) const override;
   void set(const std::string& name, Value value) { names_[name] = std::move(value); }
 

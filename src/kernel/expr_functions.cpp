@@ -118,8 +118,7 @@ Value fn_strides(const Call& c) {
 
 Value fn_norm_axis(const Call& c) {
   const int64_t axis = c.integer(0), rank = c.integer(1);
-  if (axis < -rank || axis >= rank)
-    c.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < -rank || axis >= rank) c.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return Value(axis < 0 ? axis + rank : axis);
 }
 
@@ -317,8 +316,7 @@ const Arity* find_function(std::string_view name) {
   return it == table.end() ? nullptr : &it->second.arity;
 }
 
-Value call_function(const Expr& expr, const Expr::Node& call, const Scope& scope,
-                    const std::vector<Value>& args) {
+Value call_function(const Expr& expr, const Expr::Node& call, const Scope& scope, const std::vector<Value>& args) {
   return function_table().at(call.name).run(Call{expr, call, scope, args});
 }
 

@@ -30,8 +30,24 @@ struct Token {
 // The tokens of `text`, ending with an End token.
 std::vector<Token> tokenize(std::string_view text, const SyntaxError& fail);
 
-enum class NodeKind { Literal, ListLit, Comprehension, Name, Member, Index, Slice, Call, Unary, Binary, And,
-                      Or, Not, Ternary, Compare, In };
+enum class NodeKind {
+  Literal,
+  ListLit,
+  Comprehension,
+  Name,
+  Member,
+  Index,
+  Slice,
+  Call,
+  Unary,
+  Binary,
+  And,
+  Or,
+  Not,
+  Ternary,
+  Compare,
+  In
+};
 
 }  // namespace expr_internal
 
@@ -39,7 +55,7 @@ struct Expr::Node {
   expr_internal::NodeKind kind = expr_internal::NodeKind::Literal;
   int column = 0;
   Value literal;
-  std::string name;  // Name, Member (the member), Call (the function), Unary/Binary/Compare (op)
+  std::string name;      // Name, Member (the member), Call (the function), Unary/Binary/Compare (op)
   bool negated = false;  // `not in`
   // Slice: children [object, start or null, end or null].
   std::vector<std::shared_ptr<const Node>> children;
@@ -63,8 +79,7 @@ const Arity* find_function(std::string_view name);
 
 // Runs the built-in function that the Call node `call` names on its evaluated `args`. Throws
 // wgml::Error(Runtime) located at the call when the function rejects its arguments.
-Value call_function(const Expr& expr, const Expr::Node& call, const Scope& scope,
-                    const std::vector<Value>& args);
+Value call_function(const Expr& expr, const Expr::Node& call, const Scope& scope, const std::vector<Value>& args);
 
 }  // namespace expr_internal
 }  // namespace wgml::kernel

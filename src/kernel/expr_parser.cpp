@@ -26,9 +26,7 @@ class Parser {
     if (!at_op(op)) fail_(peek().column, "expected '" + std::string(op) + "'" + found());
     take();
   }
-  std::string found() const {
-    return peek().kind == Tok::End ? " at the end" : ", found '" + peek().text + "'";
-  }
+  std::string found() const { return peek().kind == Tok::End ? " at the end" : ", found '" + peek().text + "'"; }
 
   static NodePtr make(NodeKind kind, int column, std::string name, std::vector<NodePtr> children) {
     auto node = std::make_shared<Expr::Node>();
@@ -78,8 +76,7 @@ class Parser {
     static const char* const kOps[] = {"==", "!=", "<", "<=", ">", ">="};
     for (const char* op : kOps)
       if (at_op(op)) return true;
-    return at_word("in") || (at_word("not") && tokens_[pos_ + 1].kind == Tok::Name &&
-                             tokens_[pos_ + 1].text == "in");
+    return at_word("in") || (at_word("not") && tokens_[pos_ + 1].kind == Tok::Name && tokens_[pos_ + 1].text == "in");
   }
 
   NodePtr comparison() {
@@ -207,10 +204,17 @@ class Parser {
   NodePtr primary() {
     const Token& t = peek();
     switch (t.kind) {
-      case Tok::Int: take(); return literal(t.column, Value(t.int_value));
-      case Tok::Float: take(); return literal(t.column, Value(t.float_value));
-      case Tok::String: take(); return literal(t.column, Value(t.text));
-      case Tok::Name: return name_or_call();
+      case Tok::Int:
+        take();
+        return literal(t.column, Value(t.int_value));
+      case Tok::Float:
+        take();
+        return literal(t.column, Value(t.float_value));
+      case Tok::String:
+        take();
+        return literal(t.column, Value(t.text));
+      case Tok::Name:
+        return name_or_call();
       case Tok::Op:
         if (at_op("(")) {
           take();
@@ -220,7 +224,8 @@ class Parser {
         }
         if (at_op("[")) return list();
         break;
-      case Tok::End: break;
+      case Tok::End:
+        break;
     }
     fail_(t.column, "expected a value" + found());
     return nullptr;
@@ -301,9 +306,7 @@ void collect_names(const Expr::Node& node, std::vector<Expr::NameUse>& out) {
 
 }  // namespace
 
-NodePtr parse_tokens(std::vector<Token> tokens, const SyntaxError& fail) {
-  return Parser(std::move(tokens), fail).parse_all();
-}
+NodePtr parse_tokens(std::vector<Token> tokens, const SyntaxError& fail) { return Parser(std::move(tokens), fail).parse_all(); }
 
 }  // namespace expr_internal
 

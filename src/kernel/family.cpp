@@ -13,16 +13,14 @@ using Json = nlohmann::ordered_json;
 
 // The keys of a single spec that an op of a family may also give (merged into the family's).
 constexpr std::array<std::string_view, 13> kSpecKeys = {
-    "description", "sinceVersion", "inputs",  "outputs", "attributes", "attributeConstraints", "typeConstraints",
-    "tunables",    "when",         "derive",  "bindings", "variants",  "view"};
+    "description", "sinceVersion", "inputs",   "outputs",  "attributes", "attributeConstraints", "typeConstraints", "tunables",
+    "when",        "derive",       "bindings", "variants", "view"};
 
 // The keys that only a family file has.
 constexpr std::array<std::string_view, 3> kFamilyKeys = {"family", "typeSets", "ops"};
 
 bool is_spec_key(const std::string& key) { return std::find(kSpecKeys.begin(), kSpecKeys.end(), key) != kSpecKeys.end(); }
-bool is_family_key(const std::string& key) {
-  return std::find(kFamilyKeys.begin(), kFamilyKeys.end(), key) != kFamilyKeys.end();
-}
+bool is_family_key(const std::string& key) { return std::find(kFamilyKeys.begin(), kFamilyKeys.end(), key) != kFamilyKeys.end(); }
 
 class FamilyExpander {
  public:

@@ -10,7 +10,7 @@
 namespace wgml::kernel {
 
 struct ExpandedSpec {
-  std::string label;         // the file, and "#Op" for an op of a family: names it in messages
+  std::string label;  // the file, and "#Op" for an op of a family: names it in messages
   nlohmann::ordered_json body;
 };
 

@@ -25,8 +25,8 @@
 namespace wgml::kernel {
 
 struct PlanTensor {
-  std::string name;     // the spec's name
-  std::string onnx;     // the ONNX name
+  std::string name;  // the spec's name
+  std::string onnx;  // the ONNX name
   bool is_output = false;
   DType dtype = DType::Float32;
   Shape shape;
@@ -42,8 +42,8 @@ const char* binding_role_name(BindingRole role);
 const char* binding_access_name(BindingAccess access);
 
 struct PlanBinding {
-  uint32_t index = 0;        // @group(0) @binding(index)
-  std::string name;          // the WGSL variable
+  uint32_t index = 0;  // @group(0) @binding(index)
+  std::string name;    // the WGSL variable
   BindingRole role = BindingRole::Input;
   BindingAccess access = BindingAccess::Read;
   std::string tensor;        // PlanTensor::name; empty for Params
@@ -52,8 +52,8 @@ struct PlanBinding {
 
 struct PlanPass {
   std::string id;
-  std::string name;         // for profiles: "TensorScatter.Scatter"
-  std::string shader;       // the template it was rendered from
+  std::string name;    // for profiles: "TensorScatter.Scatter"
+  std::string shader;  // the template it was rendered from
   std::string entry_point;
   // Shared by every plan whose template read the same values (Engine's RenderCache): the same
   // pointer means the same code, so a backend may key its compiled pipelines by it.
@@ -65,8 +65,8 @@ struct PlanPass {
 };
 
 struct KernelPlan {
-  std::string op;       // "ai.onnx.TensorScatter"
-  std::string variant;  // the chosen variant's id
+  std::string op;                   // "ai.onnx.TensorScatter"
+  std::string variant;              // the chosen variant's id
   std::vector<PlanTensor> tensors;  // present inputs, then outputs, in spec order
   std::vector<PlanPass> passes;
   std::vector<std::string> skipped_passes;  // ids of copy passes made unnecessary by aliasing

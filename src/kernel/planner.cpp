@@ -10,18 +10,24 @@ namespace wgml::kernel {
 
 const char* binding_role_name(BindingRole role) {
   switch (role) {
-    case BindingRole::Input: return "input";
-    case BindingRole::Output: return "output";
-    case BindingRole::Params: return "params";
+    case BindingRole::Input:
+      return "input";
+    case BindingRole::Output:
+      return "output";
+    case BindingRole::Params:
+      return "params";
   }
   return "?";
 }
 
 const char* binding_access_name(BindingAccess access) {
   switch (access) {
-    case BindingAccess::Read: return "read";
-    case BindingAccess::ReadWrite: return "read_write";
-    case BindingAccess::Uniform: return "uniform";
+    case BindingAccess::Read:
+      return "read";
+    case BindingAccess::ReadWrite:
+      return "read_write";
+    case BindingAccess::Uniform:
+      return "uniform";
   }
   return "?";
 }
@@ -32,9 +38,7 @@ const PlanTensor* KernelPlan::tensor(const std::string& name) const {
   return nullptr;
 }
 
-PlanTensor* KernelPlan::tensor(const std::string& name) {
-  return const_cast<PlanTensor*>(std::as_const(*this).tensor(name));
-}
+PlanTensor* KernelPlan::tensor(const std::string& name) { return const_cast<PlanTensor*>(std::as_const(*this).tensor(name)); }
 
 namespace {
 
@@ -50,7 +54,8 @@ class DeriveScope : public Scope {
       if (slot.entry->name != name) continue;
       if (slot.value) return slot.value;
       if (slot.busy)
-        throw Error(ErrorCode::InvalidFormat, slot.entry->expr.locate(1, "derived value '" + slot.entry->name + "' depends on itself"));
+        throw Error(ErrorCode::InvalidFormat,
+                    slot.entry->expr.locate(1, "derived value '" + slot.entry->name + "' depends on itself"));
       slot.busy = true;
       slot.value = slot.entry->expr.evaluate(*this);
       slot.busy = false;
@@ -83,8 +88,8 @@ int64_t to_int(const Value& v, const Expr& e, const std::string& what) {
 // Builds one plan for one request.
 class Planner {
  public:
-  Planner(const KernelSpec& spec, const KernelRequest& request, const DeviceCaps& device,
-          const TunableOverrides& tunables, RenderCache* renders)
+  Planner(const KernelSpec& spec, const KernelRequest& request, const DeviceCaps& device, const TunableOverrides& tunables,
+          RenderCache* renders)
       : spec_(spec), request_(request), device_(device), tunables_(tunables.resolve(spec)), renders_(renders) {}
 
   KernelPlan run() {
@@ -118,13 +123,15 @@ class Planner {
     const std::string role = output ? "output" : "input";
     if (!spec_.is_type_variable(t.dtype)) {
       if (dtype != *dtype_from_name(t.dtype))
-        fail(ErrorCode::InvalidArgument, role + " '" + t.name + "' is " + std::string(dtype_name(dtype)) + ", the spec requires " + t.dtype);
+        fail(ErrorCode::InvalidArgument,
+             role + " '" + t.name + "' is " + std::string(dtype_name(dtype)) + ", the spec requires " + t.dtype);
       return;
     }
     const auto [it, inserted] = type_vars_.emplace(t.dtype, dtype);
     if (!inserted && it->second != dtype)
       fail(ErrorCode::InvalidArgument, role + " '" + t.name + "' is " + std::string(dtype_name(dtype)) + " but " + t.dtype +
-                                           " is already " + std::string(dtype_name(it->second)) + " from " + type_source_[t.dtype]);
+                                           " is already " + std::string(dtype_name(it->second)) + " from " +
+                                           type_source_[t.dtype]);
     if (!inserted) return;
     type_source_[t.dtype] = role + " '" + t.name + "'";
     const auto& allowed = spec_.type_constraints.at(t.dtype);
@@ -154,9 +161,11 @@ class Planner {
 
   void match_inputs() {
     for (const auto& [name, desc] : request_.inputs)
-      if (!spec_.input(name)) fail(ErrorCode::InvalidArgument, "there is no input '" + name + "' (inputs: " + names_of(spec_.inputs) + ")");
+      if (!spec_.input(name))
+        fail(ErrorCode::InvalidArgument, "there is no input '" + name + "' (inputs: " + names_of(spec_.inputs) + ")");
     for (const auto& [name, desc] : request_.outputs)
-      if (!spec_.output(name)) fail(ErrorCode::InvalidArgument, "there is no output '" + name + "' (outputs: " + names_of(spec_.outputs) + ")");
+      if (!spec_.output(name))
+        fail(ErrorCode::InvalidArgument, "there is no output '" + name + "' (outputs: " + names_of(spec_.outputs) + ")");
     for (const TensorSpec& t : spec_.inputs) {
       const auto it = request_.inputs.find(t.name);
       if (it == request_.inputs.end()) {
@@ -202,12 +211,14 @@ class Planner {
 
   void check_constraints(const AttributeSpec& a, const Value& value) const {
     if (a.allowed && std::find(a.allowed->begin(), a.allowed->end(), value) == a.allowed->end())
-      fail(ErrorCode::InvalidArgument, "attribute '" + a.name + "' = " + value.repr() + " is not one of " + Value(*a.allowed).repr());
+      fail(ErrorCode::InvalidArgument,
+           "attribute '" + a.name + "' = " + value.repr() + " is not one of " + Value(*a.allowed).repr());
     if ((a.min || a.max) && !value.is_number())
       fail(ErrorCode::InvalidArgument, "attribute '" + a.name + "' must be a number, found " + value.repr());
     if ((a.min && value.as_number() < *a.min) || (a.max && value.as_number() > *a.max))
       fail(ErrorCode::InvalidArgument, "attribute '" + a.name + "' = " + value.repr() + " lies outside [" +
-                                           (a.min ? format_float(*a.min) : "-inf") + ", " + (a.max ? format_float(*a.max) : "inf") + "]");
+                                           (a.min ? format_float(*a.min) : "-inf") + ", " +
+                                           (a.max ? format_float(*a.max) : "inf") + "]");
   }
 
   // ---- the scope every expression starts from -----------------------------------------------
@@ -228,15 +239,16 @@ class Planner {
       for (const auto& t : *list) present[t.name] = Value(shapes_.count(t.name) != 0);
     Object tunables;
     for (const auto& [name, value] : tunables_) tunables[name] = Value(value);
-    base_ = ObjectScope(Object{{"shapes", Value(shapes_obj_)},
-                               {"ranks", Value(ranks_obj_)},
-                               {"dtypes", Value(dtypes_obj_)},
-                               {"types", Value(types_obj_)},
-                               {"present", Value(present)},
-                               {"attrs", Value(attrs_)},
-                               {"tunables", Value(tunables)},
-                               {"device", Value(Object{{"shaderF16", Value(device_.shader_f16)},
-                                                       {"maxWorkgroupsPerDimension", Value(device_.max_workgroups_per_dimension)}})}});
+    base_ = ObjectScope(
+        Object{{"shapes", Value(shapes_obj_)},
+               {"ranks", Value(ranks_obj_)},
+               {"dtypes", Value(dtypes_obj_)},
+               {"types", Value(types_obj_)},
+               {"present", Value(present)},
+               {"attrs", Value(attrs_)},
+               {"tunables", Value(tunables)},
+               {"device", Value(Object{{"shaderF16", Value(device_.shader_f16)},
+                                       {"maxWorkgroupsPerDimension", Value(device_.max_workgroups_per_dimension)}})}});
   }
 
   void build_base_scope() {
@@ -269,7 +281,8 @@ class Planner {
       if (!t.shape) fail(ErrorCode::InvalidArgument, "output '" + t.name + "' has no shape expression; give its shape");
       if (const auto given = request_.output_dtypes.find(t.name); given != request_.output_dtypes.end())
         bind_dtype(t, given->second, true);
-      else if (const auto from_attribute = dtype_of_attribute(t)) bind_dtype(t, *from_attribute, true);
+      else if (const auto from_attribute = dtype_of_attribute(t))
+        bind_dtype(t, *from_attribute, true);
       if (spec_.is_type_variable(t.dtype) && !type_vars_.count(t.dtype))
         fail(ErrorCode::InvalidArgument, "output '" + t.name + "': no input binds its type " + t.dtype + "; give its dtype");
       dtype = spec_.is_type_variable(t.dtype) ? type_vars_.at(t.dtype) : *dtype_from_name(t.dtype);
@@ -290,10 +303,12 @@ class Planner {
     if (t.dtype_attribute.empty()) return std::nullopt;
     const auto it = attrs_.find(t.dtype_attribute);
     if (it == attrs_.end() || !it->second.is_int())
-      fail(ErrorCode::InvalidArgument, "output '" + t.name + "': dtypeAttribute '" + t.dtype_attribute + "' is not an int attribute");
+      fail(ErrorCode::InvalidArgument,
+           "output '" + t.name + "': dtypeAttribute '" + t.dtype_attribute + "' is not an int attribute");
     if (it->second.as_int() < 0) return std::nullopt;
     const auto dtype = dtype_from_scalar_type(static_cast<int>(it->second.as_int()));
-    if (!dtype) fail(ErrorCode::InvalidArgument, "attribute '" + t.dtype_attribute + "' = " + it->second.repr() + " is no ScalarType code");
+    if (!dtype)
+      fail(ErrorCode::InvalidArgument, "attribute '" + t.dtype_attribute + "' = " + it->second.repr() + " is no ScalarType code");
     return dtype;
   }
 
@@ -325,7 +340,8 @@ class Planner {
     if (t.shape && given) {
       const Shape expected = evaluate_shape(*t.shape, scope);
       if (expected != shape)
-        fail(ErrorCode::InvalidArgument, "'" + t.name + "' has shape " + shape_text(shape) + ", the spec requires " + shape_text(expected));
+        fail(ErrorCode::InvalidArgument,
+             "'" + t.name + "' has shape " + shape_text(shape) + ", the spec requires " + shape_text(expected));
     }
   }
 
@@ -335,7 +351,8 @@ class Planner {
     std::string text = "shapes";
     for (const auto& [name, shape] : shapes_) text += " " + name + "=" + shape_text(shape);
     text += "; dtypes";
-    for (const auto& [var, dtype] : type_vars_) text += " " + var + "=" + std::string(dtype_name(dtype)) + " (" + dtypes_obj_.at(var).as_string() + ")";
+    for (const auto& [var, dtype] : type_vars_)
+      text += " " + var + "=" + std::string(dtype_name(dtype)) + " (" + dtypes_obj_.at(var).as_string() + ")";
     text += "; attrs";
     for (const auto& [name, value] : attrs_) text += " " + name + "=" + value.repr();
     return text + "; device shaderF16=" + (device_.shader_f16 ? "true" : "false");
@@ -352,7 +369,8 @@ class Planner {
     const int failed = first_false(spec_.when, scope);
     if (failed < 0) return;
     const Expr& e = spec_.when[static_cast<size_t>(failed)];
-    std::string what = "does not apply: when[" + std::to_string(failed) + "] `" + e.text() + "` is false for " + describe_request();
+    std::string what =
+        "does not apply: when[" + std::to_string(failed) + "] `" + e.text() + "` is false for " + describe_request();
     if (e.text().find("f16Ok") != std::string::npos && !device_.shader_f16)
       what = "float16 is not supported on this device (no shader-f16): when[" + std::to_string(failed) + "] `" + e.text() +
              "` is false for " + describe_request();
@@ -362,13 +380,15 @@ class Planner {
   const VariantSpec& choose_variant(const Scope& spec_scope) const {
     std::vector<const VariantSpec*> order;
     for (const auto& v : spec_.variants) order.push_back(&v);
-    std::stable_sort(order.begin(), order.end(), [](const VariantSpec* a, const VariantSpec* b) { return a->priority > b->priority; });
+    std::stable_sort(order.begin(), order.end(),
+                     [](const VariantSpec* a, const VariantSpec* b) { return a->priority > b->priority; });
     std::string reasons;
     for (const VariantSpec* v : order) {
       DeriveScope scope(v->derive, spec_scope);
       const int failed = first_false(v->when, scope);
       if (failed < 0) return *v;
-      reasons += "\n  " + v->id + ": when[" + std::to_string(failed) + "] `" + v->when[static_cast<size_t>(failed)].text() + "` is false";
+      reasons += "\n  " + v->id + ": when[" + std::to_string(failed) + "] `" + v->when[static_cast<size_t>(failed)].text() +
+                 "` is false";
     }
     fail(ErrorCode::Unsupported, "no variant applies to " + describe_request() + reasons);
   }
@@ -388,7 +408,8 @@ class Planner {
         pt.shape = shapes_.at(t.name);
         pt.gpu_bytes = gpu_buffer_bytes(pt.storage, shape_numel(pt.shape));
         if (pt.gpu_bytes > device_.max_storage_binding_bytes)
-          fail(ErrorCode::Unsupported, "'" + t.name + "' needs a " + std::to_string(pt.gpu_bytes) + "-byte buffer; the device binds at most " +
+          fail(ErrorCode::Unsupported, "'" + t.name + "' needs a " + std::to_string(pt.gpu_bytes) +
+                                           "-byte buffer; the device binds at most " +
                                            std::to_string(device_.max_storage_binding_bytes));
         const ObjectScope scope = tensor_scope(t, spec_scope);
         if (t.range_min)
@@ -406,7 +427,8 @@ class Planner {
   }
 
   bool may_alias(const std::string& input, const std::string& output) const {
-    return std::find(request_.may_alias.begin(), request_.may_alias.end(), std::make_pair(input, output)) != request_.may_alias.end();
+    return std::find(request_.may_alias.begin(), request_.may_alias.end(), std::make_pair(input, output)) !=
+           request_.may_alias.end();
   }
 
   // A pass whose every viewAlias pair the caller lets share a buffer only copies an input into an
@@ -414,7 +436,8 @@ class Planner {
   void decide_aliases(const VariantSpec& variant, KernelPlan& plan) const {
     for (const auto& [input, output] : request_.may_alias)
       if (!spec_.input(input) || !spec_.output(output))
-        fail(ErrorCode::InvalidArgument, "may_alias (" + input + ", " + output + "): expected an input and an output of the spec");
+        fail(ErrorCode::InvalidArgument,
+             "may_alias (" + input + ", " + output + "): expected an input and an output of the spec");
     for (const PassSpec& pass : variant.passes) {
       if (pass.view_alias.empty()) continue;
       const bool all = std::all_of(pass.view_alias.begin(), pass.view_alias.end(), [&](const ViewAlias& a) {
@@ -426,7 +449,8 @@ class Planner {
         PlanTensor& out = *plan.tensor(binding_named(pass, a.output).arg);
         const PlanTensor* in = plan.tensor(input);
         if (!in || in->storage != out.storage || in->gpu_bytes != out.gpu_bytes)
-          fail(ErrorCode::InvalidArgument, "'" + out.name + "' cannot share the buffer of '" + input + "': their storage or size differ");
+          fail(ErrorCode::InvalidArgument,
+               "'" + out.name + "' cannot share the buffer of '" + input + "': their storage or size differ");
         out.alias_of = input;
       }
       plan.skipped_passes.push_back(pass.id);
@@ -460,8 +484,8 @@ class Planner {
     }
     if (element_scalar(out.element_type) != tensor->storage.scalar)
       fail(ErrorCode::Runtime, pass.path + ": binding '" + b.name + "' has element type " + out.element_type + " but '" + b.arg +
-                                   "' is stored as " + tensor->storage.scalar + " (" + storage_kind_name(tensor->storage.kind) + " " +
-                                   std::string(dtype_name(tensor->dtype)) + ")");
+                                   "' is stored as " + tensor->storage.scalar + " (" + storage_kind_name(tensor->storage.kind) +
+                                   " " + std::string(dtype_name(tensor->dtype)) + ")");
     return out;
   }
 
@@ -474,8 +498,8 @@ class Planner {
       const Expr& e = decl.fields[i].value;
       const std::string error = write_uniform(fields[i], e.evaluate(scope), bytes);
       if (!error.empty()) throw Error(ErrorCode::Runtime, e.locate(1, "params field '" + fields[i].name + "': " + error));
-      fields_out.push_back(Value(Object{{"name", Value(fields[i].name)}, {"type", Value(fields[i].type.wgsl())},
-                                        {"offset", Value(fields[i].offset)}}));
+      fields_out.push_back(Value(
+          Object{{"name", Value(fields[i].name)}, {"type", Value(fields[i].type.wgsl())}, {"offset", Value(fields[i].offset)}}));
     }
     PlanBinding out;
     out.name = b.name;
@@ -506,13 +530,15 @@ class Planner {
       for (size_t i = 0; i < 3; ++i) size[i] = static_cast<int64_t>(folded[i]);
     } else {
       const std::optional<Expr>* axes[3] = {&pass.x, &pass.y, &pass.z};
-      for (int i = 0; i < 3; ++i) size[static_cast<size_t>(i)] = to_int((*axes[i])->evaluate(scope), **axes[i], std::string(1, "xyz"[i]));
+      for (int i = 0; i < 3; ++i)
+        size[static_cast<size_t>(i)] = to_int((*axes[i])->evaluate(scope), **axes[i], std::string(1, "xyz"[i]));
     }
     std::array<uint32_t, 3> out{};
     for (size_t i = 0; i < 3; ++i) {
       if (size[i] < 0 || size[i] > limit)
-        fail(ErrorCode::Runtime, "pass '" + pass.id + "': dispatch " + std::string(1, "xyz"[i]) + " = " + std::to_string(size[i]) +
-                                     " lies outside [0, " + std::to_string(limit) + "] (maxComputeWorkgroupsPerDimension)");
+        fail(ErrorCode::Runtime, "pass '" + pass.id + "': dispatch " + std::string(1, "xyz"[i]) + " = " +
+                                     std::to_string(size[i]) + " lies outside [0, " + std::to_string(limit) +
+                                     "] (maxComputeWorkgroupsPerDimension)");
       out[i] = static_cast<uint32_t>(size[i]);
     }
     return out;
@@ -549,15 +575,17 @@ class Planner {
     }
     for (const Value& f : param_fields) uses_f16 = uses_f16 || f.member("type")->as_string().find("f16") != std::string::npos;
     if (uses_f16 && !device_.shader_f16)
-      fail(ErrorCode::Unsupported, "float16 is not supported on this device (no shader-f16): pass '" + pass.id + "' needs f16 storage");
+      fail(ErrorCode::Unsupported,
+           "float16 is not supported on this device (no shader-f16): pass '" + pass.id + "' needs f16 storage");
     check_alias_bindings(pass, out.bindings, plan);
     out.dispatch = dispatch(pass, scope);
-    ObjectScope context(Object{{"bindings", Value(binding_values)},
-                               {"paramFields", Value(param_fields)},
-                               {"pass", Value(Object{{"id", Value(pass.id)}, {"name", Value(pass.name)}, {"variant", Value(variant.id)}})},
-                               {"entryPoint", Value(pass.entry_point)},
-                               {"usesF16", Value(uses_f16)}},
-                        &scope);
+    ObjectScope context(
+        Object{{"bindings", Value(binding_values)},
+               {"paramFields", Value(param_fields)},
+               {"pass", Value(Object{{"id", Value(pass.id)}, {"name", Value(pass.name)}, {"variant", Value(variant.id)}})},
+               {"entryPoint", Value(pass.entry_point)},
+               {"usesF16", Value(uses_f16)}},
+        &scope);
     out.wgsl = render(pass, context);
     for (const DeriveScope* layer : {layers.spec, layers.variant, static_cast<const DeriveScope*>(&scope)})
       layer->append_all(out.derived);

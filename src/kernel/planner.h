@@ -37,7 +37,7 @@ struct KernelRequest {
   std::map<std::string, DType> output_dtypes;
   // The optional outputs to produce (Split's first n parts); the others are left out.
   std::set<std::string> wanted_outputs;
-  std::map<std::string, Value> attributes;    // absent ones take the spec's defaults
+  std::map<std::string, Value> attributes;  // absent ones take the spec's defaults
   // (input, output) pairs the caller lets share one buffer: the in-place KV-cache update.
   std::vector<std::pair<std::string, std::string>> may_alias;
 };

@@ -64,9 +64,7 @@ class Reader {
       if (!j.contains(key)) fail(path, std::string("missing required key '") + key + "'");
   }
 
-  static std::string child(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
+  static std::string child(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
   static std::string item(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
   std::string string(const Json& j, const std::string& path) const {
@@ -135,8 +133,8 @@ class SpecParser {
   KernelSpec run() {
     if (root_.is_object() && root_.contains("view")) return view();
     r_.keys(root_, "",
-            {"domain", "name", "sinceVersion", "description", "inputs", "outputs", "attributes",
-             "attributeConstraints", "typeConstraints", "tunables", "when", "derive", "bindings", "variants"},
+            {"domain", "name", "sinceVersion", "description", "inputs", "outputs", "attributes", "attributeConstraints",
+             "typeConstraints", "tunables", "when", "derive", "bindings", "variants"},
             {"domain", "name", "inputs", "outputs", "variants"});
     spec_.domain = r_.string(root_.at("domain"), "domain");
     spec_.name = r_.string(root_.at("name"), "name");
@@ -191,13 +189,16 @@ class SpecParser {
   void tensors(const char* section, bool inputs, std::vector<TensorSpec>& out) {
     const Json& j = root_.at(section);
     // Ops that make a tensor from attributes alone (Full, ARange) have no inputs; every op has an output.
-    r_.expect(j, j.is_object() && (inputs || !j.empty()), section, inputs ? "an object of tensors" : "a non-empty object of tensors");
+    r_.expect(j, j.is_object() && (inputs || !j.empty()), section,
+              inputs ? "an object of tensors" : "a non-empty object of tensors");
     for (const auto& [name, body] : j.items()) {
       const std::string path = Reader::child(section, name);
       if (!is_identifier(name)) r_.fail(path, "a tensor name must be an identifier");
       if (spec_.tensor(name)) r_.fail(path, "'" + name + "' is already an input");
       if (inputs)
-        r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "list", "storage", "narrowing", "valueRange", "description"}, {"dtype"});
+        r_.keys(body, path,
+                {"onnx", "dtype", "rank", "shape", "optional", "list", "storage", "narrowing", "valueRange", "description"},
+                {"dtype"});
       else
         r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "description"}, {"dtype"});
       TensorSpec t;
@@ -218,8 +219,10 @@ class SpecParser {
       if (body.contains("valueRange")) value_range(body.at("valueRange"), Reader::child(path, "valueRange"), t);
       if (!t.storage.empty()) check_storage(t);
       t.dtype_attribute = r_.string_or(body, "dtypeAttribute", path, "");
-      if (body.contains("list")) add_list(body.at("list"), Reader::child(path, "list"), std::move(t), out);
-      else out.push_back(std::move(t));
+      if (body.contains("list"))
+        add_list(body.at("list"), Reader::child(path, "list"), std::move(t), out);
+      else
+        out.push_back(std::move(t));
     }
   }
 
@@ -275,7 +278,8 @@ class SpecParser {
       const std::string& name = item.key();
       const Json& body = item.value();
       const std::string path = Reader::child("attributeConstraints", name);
-      auto it = std::find_if(spec_.attributes.begin(), spec_.attributes.end(), [&](const AttributeSpec& a) { return a.name == name; });
+      auto it =
+          std::find_if(spec_.attributes.begin(), spec_.attributes.end(), [&](const AttributeSpec& a) { return a.name == name; });
       if (it == spec_.attributes.end()) r_.fail(path, "'" + name + "' is not a declared attribute");
       r_.keys(body, path, {"values", "min", "max"});
       if (body.contains("values")) {
@@ -324,7 +328,8 @@ class SpecParser {
       if (body.contains("elementType") == body.contains("struct"))
         r_.fail(path, "give either elementType (a tensor binding) or struct (a uniform struct)");
       if (body.contains("elementType")) {
-        if (!spec_.tensor(name)) r_.fail(path, "'" + name + "' is not an input or output; only a struct binding may have another name");
+        if (!spec_.tensor(name))
+          r_.fail(path, "'" + name + "' is not an input or output; only a struct binding may have another name");
         decl.element_type = element_type(body.at("elementType"), Reader::child(path, "elementType"));
       } else {
         if (spec_.tensor(name)) r_.fail(path, "'" + name + "' is a tensor; a struct binding needs another name");
@@ -350,7 +355,8 @@ class SpecParser {
       const std::string p = Reader::item(path, i);
       r_.keys(j[i], p, {"name", "type", "value", "description"}, {"name", "type", "value"});
       const std::string name = r_.string(j[i].at("name"), Reader::child(p, "name"));
-      if (!is_identifier(name) || !names.insert(name).second) r_.fail(Reader::child(p, "name"), "expected a new identifier, found '" + name + "'");
+      if (!is_identifier(name) || !names.insert(name).second)
+        r_.fail(Reader::child(p, "name"), "expected a new identifier, found '" + name + "'");
       UniformType type;
       const std::string error = parse_uniform_type(r_.string(j[i].at("type"), Reader::child(p, "type")), type);
       if (!error.empty()) r_.fail(Reader::child(p, "type"), error);
@@ -423,7 +429,8 @@ class SpecParser {
       b.uniform = true;
       return b;
     }
-    if (!spec_.tensor(name)) r_.fail(path, "'" + name + "' is neither an input, an output nor a binding of the top-level bindings");
+    if (!spec_.tensor(name))
+      r_.fail(path, "'" + name + "' is neither an input, an output nor a binding of the top-level bindings");
     b.arg = name;
     if (decl != spec_.bindings.end()) b.element_type = decl->second.element_type;
     return b;
@@ -436,8 +443,10 @@ class SpecParser {
     if (!spec_.tensor(b.arg)) r_.fail(Reader::child(path, "arg"), "'" + b.arg + "' is not an input or output");
     b.name = r_.string_or(j, "name", path, b.arg);
     if (!is_identifier(b.name)) r_.fail(Reader::child(path, "name"), "a binding name must be an identifier");
-    if (j.contains("elementType")) b.element_type = element_type(j.at("elementType"), Reader::child(path, "elementType"));
-    else if (const auto decl = spec_.bindings.find(b.arg); decl != spec_.bindings.end()) b.element_type = decl->second.element_type;
+    if (j.contains("elementType"))
+      b.element_type = element_type(j.at("elementType"), Reader::child(path, "elementType"));
+    else if (const auto decl = spec_.bindings.find(b.arg); decl != spec_.bindings.end())
+      b.element_type = decl->second.element_type;
     return b;
   }
 
@@ -467,8 +476,10 @@ class SpecParser {
           if (b.name == name && !b.uniform) return output ? spec_.output(b.arg) != nullptr : spec_.input(b.arg) != nullptr;
         return false;
       };
-      if (!bound(alias.input, false)) r_.fail(Reader::child(item, "input"), "'" + alias.input + "' is not a binding of an input in this pass");
-      if (!bound(alias.output, true)) r_.fail(Reader::child(item, "output"), "'" + alias.output + "' is not a binding of an output in this pass");
+      if (!bound(alias.input, false))
+        r_.fail(Reader::child(item, "input"), "'" + alias.input + "' is not a binding of an input in this pass");
+      if (!bound(alias.output, true))
+        r_.fail(Reader::child(item, "output"), "'" + alias.output + "' is not a binding of an output in this pass");
       p.view_alias.push_back(alias);
     }
   }
@@ -505,7 +516,8 @@ class SpecParser {
       if (b.uniform) {
         for (const auto& field : spec_.bindings.at(b.name).fields) table.check(field.value);
       } else if (!b.element_type.empty() && b.element_type[0] == '$') {
-        const Expr reference = Expr::parse(b.element_type.substr(1), {spec_.file, Reader::item(Reader::child(p.path, "bindings"), i) + ".elementType", 1});
+        const Expr reference = Expr::parse(b.element_type.substr(1),
+                                           {spec_.file, Reader::item(Reader::child(p.path, "bindings"), i) + ".elementType", 1});
         table.check(reference);
       }
     }
@@ -562,7 +574,8 @@ std::vector<KernelSpec> parse_specs(const std::string& json_text, const std::str
 KernelSpec parse_spec(const std::string& json_text, const std::string& file) {
   std::vector<KernelSpec> specs = parse_specs(json_text, file);
   if (specs.size() != 1)
-    throw Error(ErrorCode::InvalidFormat, file + ": expected a single spec, found a family of " + std::to_string(specs.size()) + " ops");
+    throw Error(ErrorCode::InvalidFormat,
+                file + ": expected a single spec, found a family of " + std::to_string(specs.size()) + " ops");
   return std::move(specs.front());
 }
 
@@ -583,8 +596,9 @@ NameTable NameTable::for_spec(const KernelSpec& spec) {
   for (const auto& [var, types] : spec.type_constraints) dtypes.push_back(var);
   for (const auto& a : spec.attributes) attrs.push_back(a.name);
   for (const auto& t : spec.tunables) tunables.push_back(t.name);
-  table.namespaces_ = {{"shapes", tensors}, {"ranks", tensors},  {"present", tensors}, {"dtypes", dtypes}, {"types", dtypes},
-                       {"attrs", attrs},    {"tunables", tunables}, {"device", {"shaderF16", "maxWorkgroupsPerDimension"}}};
+  table.namespaces_ = {
+      {"shapes", tensors}, {"ranks", tensors}, {"present", tensors},   {"dtypes", dtypes},
+      {"types", dtypes},   {"attrs", attrs},   {"tunables", tunables}, {"device", {"shaderF16", "maxWorkgroupsPerDimension"}}};
   return table;
 }
 
@@ -603,7 +617,8 @@ void NameTable::check(const Expr& expr, const Expr::NameUse& use) const {
     std::vector<std::string> known;
     for (const auto& [name, members] : namespaces_) known.push_back(name);
     known.insert(known.end(), plain_.begin(), plain_.end());
-    throw Error(ErrorCode::InvalidFormat, expr.locate(use.column, "'" + use.name + "' is not defined here (defined: " + join_names(known) + ")"));
+    throw Error(ErrorCode::InvalidFormat,
+                expr.locate(use.column, "'" + use.name + "' is not defined here (defined: " + join_names(known) + ")"));
   }
   if (!use.member.empty() && std::find(ns->second.begin(), ns->second.end(), use.member) == ns->second.end())
     throw Error(ErrorCode::InvalidFormat, expr.locate(use.column, "'" + use.name + "' has no member '" + use.member +

@@ -16,8 +16,8 @@
 namespace wgml::kernel {
 
 struct TensorSpec {
-  std::string name;  // the spec's name (shapes.NAME, bindings)
-  std::string onnx;  // the ONNX name, when it differs
+  std::string name;   // the spec's name (shapes.NAME, bindings)
+  std::string onnx;   // the ONNX name, when it differs
   std::string dtype;  // a type variable of typeConstraints, or a dtype name
   bool optional = false;
   // A member of a list of tensors ("list": N on `tensors` makes tensors0..N-1): the list's name,
@@ -25,13 +25,13 @@ struct TensorSpec {
   std::string list;
   int64_t list_index = 0;
   std::string dtype_attribute;  // outputs: an attribute holding an ExecuTorch ScalarType code for the dtype
-  std::optional<Expr> rank;   // inputs: required rank; outputs: the rank
-  std::optional<Expr> shape;  // inputs: required shape; outputs: the shape
+  std::optional<Expr> rank;     // inputs: required rank; outputs: the rank
+  std::optional<Expr> shape;    // inputs: required shape; outputs: the shape
   // Inputs only:
-  std::string storage;    // "", "uint32", "int32", "packed"
-  std::string narrowing;  // "", "checked"
+  std::string storage;                       // "", "uint32", "int32", "packed"
+  std::string narrowing;                     // "", "checked"
   std::optional<Expr> range_min, range_max;  // valueRange
-  std::string path;       // JSON path, for messages
+  std::string path;                          // JSON path, for messages
 };
 
 struct AttributeSpec {
@@ -61,8 +61,8 @@ struct ParamsField {
 // A top-level `bindings` entry: the element type of a tensor binding, or a uniform struct.
 struct BindingDecl {
   std::string name;
-  std::string element_type;          // "$derivedName" or a WGSL type; empty for a struct
-  std::vector<ParamsField> fields;   // the struct's fields
+  std::string element_type;         // "$derivedName" or a WGSL type; empty for a struct
+  std::vector<ParamsField> fields;  // the struct's fields
   bool is_struct() const { return element_type.empty(); }
 };
 
@@ -74,7 +74,7 @@ struct PassBinding {
 };
 
 struct ViewAlias {
-  std::string input;   // binding names in the pass
+  std::string input;  // binding names in the pass
   std::string output;
 };
 
@@ -102,7 +102,7 @@ struct VariantSpec {
 };
 
 struct KernelSpec {
-  std::string file;  // the spec file, with "#Op" for an op of a family
+  std::string file;   // the spec file, with "#Op" for an op of a family
   bool view = false;  // the backend runs the node as a view of its input: no kernel
   std::string domain, name;
   int64_t since_version = 0;

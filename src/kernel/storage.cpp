@@ -10,32 +10,43 @@ namespace wgml::kernel {
 
 const char* storage_kind_name(StorageKind kind) {
   switch (kind) {
-    case StorageKind::Native: return "native";
-    case StorageKind::Widened: return "widened";
-    case StorageKind::Packed: return "packed";
-    case StorageKind::Narrowed: return "narrowed";
+    case StorageKind::Native:
+      return "native";
+    case StorageKind::Widened:
+      return "widened";
+    case StorageKind::Packed:
+      return "packed";
+    case StorageKind::Narrowed:
+      return "narrowed";
   }
   return "?";
 }
 
 std::optional<StorageType> default_storage(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return StorageType{dtype, StorageKind::Native, "f32"};
-    case DType::Float16: return StorageType{dtype, StorageKind::Native, "f16"};
-    case DType::Int32: return StorageType{dtype, StorageKind::Native, "i32"};
-    case DType::UInt32: return StorageType{dtype, StorageKind::Native, "u32"};
+    case DType::Float32:
+      return StorageType{dtype, StorageKind::Native, "f32"};
+    case DType::Float16:
+      return StorageType{dtype, StorageKind::Native, "f16"};
+    case DType::Int32:
+      return StorageType{dtype, StorageKind::Native, "i32"};
+    case DType::UInt32:
+      return StorageType{dtype, StorageKind::Native, "u32"};
     case DType::Int8:
-    case DType::Int16: return StorageType{dtype, StorageKind::Widened, "i32"};
+    case DType::Int16:
+      return StorageType{dtype, StorageKind::Widened, "i32"};
     case DType::UInt8:
-    case DType::Bool: return StorageType{dtype, StorageKind::Widened, "u32"};
+    case DType::Bool:
+      return StorageType{dtype, StorageKind::Widened, "u32"};
     // Indices and positions: every value must fit in int32, checked on upload.
-    case DType::Int64: return StorageType{dtype, StorageKind::Narrowed, "i32"};
-    default: return std::nullopt;
+    case DType::Int64:
+      return StorageType{dtype, StorageKind::Narrowed, "i32"};
+    default:
+      return std::nullopt;
   }
 }
 
-StorageType declared_storage(DType dtype, const std::string& storage, const std::string& narrowing,
-                             const std::string& tensor) {
+StorageType declared_storage(DType dtype, const std::string& storage, const std::string& narrowing, const std::string& tensor) {
   const std::string what = "'" + tensor + "' (" + std::string(dtype_name(dtype)) + ") with storage \"" + storage + "\"";
   if (storage == "packed") {
     if (dtype_size(dtype) > 2) throw Error(ErrorCode::Unsupported, what + ": only 8- and 16-bit types pack into u32 words");
@@ -45,17 +56,15 @@ StorageType declared_storage(DType dtype, const std::string& storage, const std:
     throw Error(ErrorCode::Unsupported, what + ": storage must be \"uint32\", \"int32\" or \"packed\"");
   if (!is_integral(dtype)) throw Error(ErrorCode::Unsupported, what + ": only integer tensors narrow to 32 bits");
   const std::string scalar = storage == "uint32" ? "u32" : "i32";
-  if (default_storage(dtype) && default_storage(dtype)->scalar == scalar && narrowing.empty())
-    return *default_storage(dtype);
+  if (default_storage(dtype) && default_storage(dtype)->scalar == scalar && narrowing.empty()) return *default_storage(dtype);
   if (narrowing != "checked")
     throw Error(ErrorCode::Unsupported, what + ": a conversion that can lose values needs narrowing: \"checked\"");
   return {dtype, StorageKind::Narrowed, scalar};
 }
 
 uint64_t gpu_buffer_bytes(const StorageType& storage, int64_t numel) {
-  const uint64_t element = storage.kind == StorageKind::Packed || storage.kind == StorageKind::Native
-                               ? dtype_size(storage.logical)
-                               : 4;
+  const uint64_t element =
+      storage.kind == StorageKind::Packed || storage.kind == StorageKind::Native ? dtype_size(storage.logical) : 4;
   const uint64_t bytes = element * static_cast<uint64_t>(numel);
   return bytes == 0 ? 4 : (bytes + 3) / 4 * 4;
 }

@@ -42,8 +42,7 @@ std::optional<StorageType> default_storage(DType dtype);
 // The storage a spec declares with `storage` ("uint32", "int32", "packed") and `narrowing`
 // ("checked" or empty). Throws wgml::Error(Unsupported) naming `tensor` when the pair cannot hold
 // `dtype` (e.g. packed float32, or a narrowing storage without narrowing: "checked").
-StorageType declared_storage(DType dtype, const std::string& storage, const std::string& narrowing,
-                             const std::string& tensor);
+StorageType declared_storage(DType dtype, const std::string& storage, const std::string& narrowing, const std::string& tensor);
 
 // Bytes of the GPU buffer for `numel` elements: whole u32 words, at least one.
 uint64_t gpu_buffer_bytes(const StorageType& storage, int64_t numel);

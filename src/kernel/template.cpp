@@ -11,8 +11,8 @@ namespace wgml::kernel {
 struct Template::Node {
   enum class Kind { Text, Output, If, For, Set, Include };
   Kind kind = Kind::Text;
-  std::string text;                // Text: the text; For: the loop variable; Set: the name
-  std::vector<Expr> expressions;   // If: one condition per branch; Output, For, Set: one
+  std::string text;                                              // Text: the text; For: the loop variable; Set: the name
+  std::vector<Expr> expressions;                                 // If: one condition per branch; Output, For, Set: one
   std::vector<std::vector<std::shared_ptr<const Node>>> bodies;  // If: per branch, then else
   std::shared_ptr<const Template> included;
 };
@@ -32,12 +32,9 @@ class Positions {
       if (text[i] == '\n') line_starts_.push_back(i + 1);
   }
   int line(size_t offset) const {
-    return static_cast<int>(std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) -
-                            line_starts_.begin());
+    return static_cast<int>(std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - line_starts_.begin());
   }
-  int column(size_t offset) const {
-    return static_cast<int>(offset - line_starts_[static_cast<size_t>(line(offset) - 1)]) + 1;
-  }
+  int column(size_t offset) const { return static_cast<int>(offset - line_starts_[static_cast<size_t>(line(offset) - 1)]) + 1; }
   size_t line_start(size_t offset) const { return line_starts_[static_cast<size_t>(line(offset) - 1)]; }
 
  private:
@@ -96,8 +93,10 @@ class Compiler {
       if (strip_leading) {
         while (keep_start < keep_end && is_blank(source_[keep_start])) ++keep_start;
       } else if (trim_newline) {
-        if (source_.compare(keep_start, 2, "\r\n") == 0) keep_start += 2;
-        else if (keep_start < keep_end && source_[keep_start] == '\n') ++keep_start;
+        if (source_.compare(keep_start, 2, "\r\n") == 0)
+          keep_start += 2;
+        else if (keep_start < keep_end && source_[keep_start] == '\n')
+          ++keep_start;
       }
       if (keep_start < keep_end)
         pieces_.push_back({Piece::Type::Text, source_.substr(keep_start, keep_end - keep_start), keep_start});
@@ -132,8 +131,7 @@ class Compiler {
   }
 
   Expr expression(const std::string& text, size_t offset) const {
-    return Expr::parse(text, Origin{name_, "line " + std::to_string(positions_.line(offset)),
-                                    positions_.column(offset) - 1});
+    return Expr::parse(text, Origin{name_, "line " + std::to_string(positions_.line(offset)), positions_.column(offset) - 1});
   }
 
   // Parses pieces into nodes until one of `terminators` (a statement keyword) or the end.
@@ -180,8 +178,8 @@ class Compiler {
     return pieces_[next++];
   }
 
-  std::shared_ptr<const Template::Node> if_block(std::shared_ptr<Template::Node> n, const Piece& piece,
-                                                 const std::string& rest, size_t rest_offset, size_t& next) {
+  std::shared_ptr<const Template::Node> if_block(std::shared_ptr<Template::Node> n, const Piece& piece, const std::string& rest,
+                                                 size_t rest_offset, size_t& next) {
     n->kind = Kind::If;
     std::string condition = rest;
     size_t condition_offset = rest_offset;
@@ -202,8 +200,8 @@ class Compiler {
     }
   }
 
-  std::shared_ptr<const Template::Node> for_block(std::shared_ptr<Template::Node> n, const Piece& piece,
-                                                  const std::string& rest, size_t rest_offset, size_t& next) {
+  std::shared_ptr<const Template::Node> for_block(std::shared_ptr<Template::Node> n, const Piece& piece, const std::string& rest,
+                                                  size_t rest_offset, size_t& next) {
     n->kind = Kind::For;
     const size_t in = rest.find(" in ");
     n->text = rest.substr(0, std::min(in, rest.size()));
@@ -229,8 +227,7 @@ class Compiler {
     return n;
   }
 
-  std::shared_ptr<const Template::Node> include(std::shared_ptr<Template::Node> n, const Piece& piece,
-                                                const std::string& rest) {
+  std::shared_ptr<const Template::Node> include(std::shared_ptr<Template::Node> n, const Piece& piece, const std::string& rest) {
     n->kind = Kind::Include;
     if (rest.size() < 2 || (rest.front() != '"' && rest.front() != '\'') || rest.back() != rest.front())
       fail(piece.offset, "expected 'include \"NAME\"'");
@@ -251,13 +248,16 @@ void render_nodes(const NodeList& nodes, ObjectScope& scope, std::string& out);
 void render_for(const Template::Node& n, ObjectScope& scope, std::string& out) {
   const Value items = n.expressions[0].evaluate(scope);
   if (!items.is_list())
-    throw Error(ErrorCode::Runtime, n.expressions[0].locate(1, std::string("'for' needs a list, not a ") + kind_name(items.kind())));
+    throw Error(ErrorCode::Runtime,
+                n.expressions[0].locate(1, std::string("'for' needs a list, not a ") + kind_name(items.kind())));
   const List& list = items.as_list();
   const int64_t length = static_cast<int64_t>(list.size());
   for (int64_t i = 0; i < length; ++i) {
     ObjectScope iteration({{n.text, list[static_cast<size_t>(i)]},
-                           {"loop", Value(Object{{"index0", Value(i)}, {"index", Value(i + 1)},
-                                                 {"first", Value(i == 0)}, {"last", Value(i + 1 == length)},
+                           {"loop", Value(Object{{"index0", Value(i)},
+                                                 {"index", Value(i + 1)},
+                                                 {"first", Value(i == 0)},
+                                                 {"last", Value(i + 1 == length)},
                                                  {"length", Value(length)}})}},
                           &scope);
     render_nodes(n.bodies[0], iteration, out);
@@ -268,11 +268,21 @@ void render_nodes(const NodeList& nodes, ObjectScope& scope, std::string& out) {
   for (const auto& node : nodes) {
     const Template::Node& n = *node;
     switch (n.kind) {
-      case Kind::Text: out += n.text; break;
-      case Kind::Output: out += n.expressions[0].evaluate(scope).to_text(); break;
-      case Kind::Set: scope.set(n.text, n.expressions[0].evaluate(scope)); break;
-      case Kind::For: render_for(n, scope, out); break;
-      case Kind::Include: out += n.included->render(scope); break;
+      case Kind::Text:
+        out += n.text;
+        break;
+      case Kind::Output:
+        out += n.expressions[0].evaluate(scope).to_text();
+        break;
+      case Kind::Set:
+        scope.set(n.text, n.expressions[0].evaluate(scope));
+        break;
+      case Kind::For:
+        render_for(n, scope, out);
+        break;
+      case Kind::Include:
+        out += n.included->render(scope);
+        break;
       case Kind::If: {
         size_t branch = 0;
         while (branch < n.expressions.size() && !n.expressions[branch].evaluate(scope).truthy()) ++branch;
@@ -285,8 +295,7 @@ void render_nodes(const NodeList& nodes, ObjectScope& scope, std::string& out) {
 
 }  // namespace
 
-std::shared_ptr<const Template> Template::compile(const std::string& name, const std::string& text,
-                                                  TemplateLibrary* library) {
+std::shared_ptr<const Template> Template::compile(const std::string& name, const std::string& text, TemplateLibrary* library) {
   auto compiled = std::make_shared<Template>();
   compiled->name_ = name;
   compiled->body_ = Compiler(compiled->name_, text, library).run();

@@ -21,8 +21,7 @@ class Template {
 
   // Compiles `text`; includes are compiled through `library` (may be null when there are none).
   // Throws wgml::Error(InvalidFormat) naming the template, line and column.
-  static std::shared_ptr<const Template> compile(const std::string& name, const std::string& text,
-                                                 TemplateLibrary* library);
+  static std::shared_ptr<const Template> compile(const std::string& name, const std::string& text, TemplateLibrary* library);
 
   // Throws wgml::Error(Runtime) naming the template, line and column of the failing expression.
   std::string render(const Scope& scope) const;

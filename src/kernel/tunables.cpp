@@ -87,10 +87,9 @@ std::map<std::string, int64_t> TunableOverrides::resolve(const KernelSpec& spec)
     auto chosen = lookup(run_, spec, t.name);
     if (!chosen) chosen = lookup(adapter_, spec, t.name);
     if (chosen && ((t.min && chosen->first < *t.min) || (t.max && chosen->first > *t.max)))
-      throw Error(ErrorCode::InvalidArgument, chosen->second + ": " + spec.name + "." + t.name + " = " +
-                                                  std::to_string(chosen->first) + " lies outside [" +
-                                                  (t.min ? std::to_string(*t.min) : "-inf") + ", " +
-                                                  (t.max ? std::to_string(*t.max) : "inf") + "]");
+      throw Error(ErrorCode::InvalidArgument,
+                  chosen->second + ": " + spec.name + "." + t.name + " = " + std::to_string(chosen->first) + " lies outside [" +
+                      (t.min ? std::to_string(*t.min) : "-inf") + ", " + (t.max ? std::to_string(*t.max) : "inf") + "]");
     values[t.name] = chosen ? chosen->first : t.default_value;
   }
   return values;

@@ -27,8 +27,8 @@ bool parse_element(const std::string& text, UniformType& out) {
     out.lanes = 1;
     return true;
   }
-  if (text.size() == 9 && text.compare(0, 3, "vec") == 0 && text[4] == '<' && text[8] == '>' &&
-      text[3] >= '2' && text[3] <= '4' && is_scalar_name(text.substr(5, 3))) {
+  if (text.size() == 9 && text.compare(0, 3, "vec") == 0 && text[4] == '<' && text[8] == '>' && text[3] >= '2' &&
+      text[3] <= '4' && is_scalar_name(text.substr(5, 3))) {
     out.scalar = text.substr(5, 3);
     out.lanes = text[3] - '0';
     return true;
@@ -42,9 +42,7 @@ uint32_t UniformType::element_align() const { return scalar_size() * (lanes == 1
 uint32_t UniformType::element_size() const { return scalar_size() * static_cast<uint32_t>(lanes); }
 uint32_t UniformType::array_stride() const { return round_up(element_size(), element_align()); }
 uint32_t UniformType::align() const { return array_count ? round_up(element_align(), 16) : element_align(); }
-uint32_t UniformType::size() const {
-  return array_count ? array_stride() * static_cast<uint32_t>(array_count) : element_size();
-}
+uint32_t UniformType::size() const { return array_count ? array_stride() * static_cast<uint32_t>(array_count) : element_size(); }
 
 std::string UniformType::wgsl() const {
   const std::string element = lanes == 1 ? scalar : "vec" + std::to_string(lanes) + "<" + scalar + ">";
@@ -62,8 +60,7 @@ std::string parse_uniform_type(const std::string& raw, UniformType& out) {
   if (comma == std::string::npos) return expected + ", found \"" + raw + "\"";
   if (!parse_element(strip(text.substr(6, comma - 6)), out)) return expected + ", found \"" + raw + "\"";
   const std::string count = strip(text.substr(comma + 1, text.size() - comma - 2));
-  if (count.empty() || count.size() > 6 || count.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoll(count) == 0)
+  if (count.empty() || count.size() > 6 || count.find_first_not_of("0123456789") != std::string::npos || std::stoll(count) == 0)
     return "array length must be a positive integer, found \"" + count + "\"";
   out.array_count = std::stoll(count);
   if (round_up(out.element_size(), out.element_align()) % 16 != 0)
@@ -132,7 +129,8 @@ std::string write_element(const UniformType& type, const Value& v, uint8_t* at) 
 std::string write_flat_array(const UniformField& field, const List& numbers, uint8_t* at) {
   const auto lanes = static_cast<size_t>(field.type.lanes);
   for (size_t i = 0; i < numbers.size(); ++i) {
-    std::string error = write_scalar(field.type.scalar, numbers[i], at + (i / lanes) * field.type.array_stride() + (i % lanes) * field.type.scalar_size());
+    std::string error = write_scalar(field.type.scalar, numbers[i],
+                                     at + (i / lanes) * field.type.array_stride() + (i % lanes) * field.type.scalar_size());
     if (!error.empty()) return "element " + std::to_string(i / lanes) + " lane " + std::to_string(i % lanes) + ": " + error;
   }
   return "";
@@ -143,7 +141,8 @@ std::string write_flat_array(const UniformField& field, const List& numbers, uin
 std::string write_uniform(const UniformField& field, const Value& value, std::vector<uint8_t>& bytes) {
   uint8_t* at = bytes.data() + field.offset;
   if (!field.type.array_count) return write_element(field.type, value, at);
-  if (field.type.lanes > 1 && value.is_list() && value.as_list().size() == static_cast<size_t>(field.type.array_count * field.type.lanes) &&
+  if (field.type.lanes > 1 && value.is_list() &&
+      value.as_list().size() == static_cast<size_t>(field.type.array_count * field.type.lanes) &&
       std::all_of(value.as_list().begin(), value.as_list().end(), [](const Value& v) { return v.is_number(); }))
     return write_flat_array(field, value.as_list(), at);
   if (!value.is_list() || value.as_list().size() != static_cast<size_t>(field.type.array_count))

@@ -3,8 +3,8 @@
 // (WGSL spec, "Memory Layout"): with s the scalar size (4 for u32/i32/f32, 2 for f16), a scalar
 // has alignment and size s, vec2 alignment 2s and size 2s, vec3 alignment 4s and size 3s, vec4
 // alignment 4s and size 4s; an array in the uniform address space must have a stride that is a
-// multiple of 16 (so its elements are 16-byte vectors) and an alignment of at least 16. Members sit at the next offset aligned to their alignment; the struct's size rounds up
-// to its largest member alignment.
+// multiple of 16 (so its elements are 16-byte vectors) and an alignment of at least 16. Members sit at the next offset aligned to
+// their alignment; the struct's size rounds up to its largest member alignment.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,14 +14,14 @@
 namespace wgml::kernel {
 
 struct UniformType {
-  std::string scalar;      // u32, i32, f32, f16
-  int lanes = 1;           // 1 (scalar) or 2..4 (vecN)
-  int64_t array_count = 0; // 0: not an array
+  std::string scalar;       // u32, i32, f32, f16
+  int lanes = 1;            // 1 (scalar) or 2..4 (vecN)
+  int64_t array_count = 0;  // 0: not an array
 
   uint32_t scalar_size() const { return scalar == "f16" ? 2 : 4; }
-  uint32_t element_align() const;   // of the scalar or vector
+  uint32_t element_align() const;  // of the scalar or vector
   uint32_t element_size() const;
-  uint32_t align() const;           // in the uniform address space
+  uint32_t align() const;  // in the uniform address space
   uint32_t size() const;
   uint32_t array_stride() const;
   std::string wgsl() const;

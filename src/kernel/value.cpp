@@ -21,12 +21,18 @@ const Value* Value::member(std::string_view name) const {
 
 bool Value::truthy() const {
   switch (kind()) {
-    case Kind::Bool: return as_bool();
-    case Kind::Int: return as_int() != 0;
-    case Kind::Float: return as_number() != 0.0;
-    case Kind::String: return !as_string().empty();
-    case Kind::List: return !as_list().empty();
-    case Kind::Object: return !as_object().empty();
+    case Kind::Bool:
+      return as_bool();
+    case Kind::Int:
+      return as_int() != 0;
+    case Kind::Float:
+      return as_number() != 0.0;
+    case Kind::String:
+      return !as_string().empty();
+    case Kind::List:
+      return !as_list().empty();
+    case Kind::Object:
+      return !as_object().empty();
   }
   return false;
 }
@@ -75,12 +81,18 @@ std::string object_text(const Object& object) {
 
 std::string Value::to_text() const {
   switch (kind()) {
-    case Kind::Bool: return as_bool() ? "true" : "false";
-    case Kind::Int: return std::to_string(as_int());
-    case Kind::Float: return format_float(as_number());
-    case Kind::String: return as_string();
-    case Kind::List: return join_items(as_list(), false);
-    case Kind::Object: return object_text(as_object());
+    case Kind::Bool:
+      return as_bool() ? "true" : "false";
+    case Kind::Int:
+      return std::to_string(as_int());
+    case Kind::Float:
+      return format_float(as_number());
+    case Kind::String:
+      return as_string();
+    case Kind::List:
+      return join_items(as_list(), false);
+    case Kind::Object:
+      return object_text(as_object());
   }
   return {};
 }
@@ -98,22 +110,33 @@ bool operator==(const Value& a, const Value& b) {
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case Value::Kind::Bool: return a.as_bool() == b.as_bool();
-    case Value::Kind::String: return a.as_string() == b.as_string();
-    case Value::Kind::List: return a.as_list() == b.as_list();
-    case Value::Kind::Object: return a.as_object() == b.as_object();
-    default: return false;
+    case Value::Kind::Bool:
+      return a.as_bool() == b.as_bool();
+    case Value::Kind::String:
+      return a.as_string() == b.as_string();
+    case Value::Kind::List:
+      return a.as_list() == b.as_list();
+    case Value::Kind::Object:
+      return a.as_object() == b.as_object();
+    default:
+      return false;
   }
 }
 
 const char* kind_name(Value::Kind kind) {
   switch (kind) {
-    case Value::Kind::Bool: return "bool";
-    case Value::Kind::Int: return "int";
-    case Value::Kind::Float: return "float";
-    case Value::Kind::String: return "string";
-    case Value::Kind::List: return "list";
-    case Value::Kind::Object: return "object";
+    case Value::Kind::Bool:
+      return "bool";
+    case Value::Kind::Int:
+      return "int";
+    case Value::Kind::Float:
+      return "float";
+    case Value::Kind::String:
+      return "string";
+    case Value::Kind::List:
+      return "list";
+    case Value::Kind::Object:
+      return "object";
   }
   return "?";
 }

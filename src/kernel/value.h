@@ -62,9 +62,7 @@ class Value {
   friend bool operator==(const Value& a, const Value& b);
 
  private:
-  std::variant<bool, int64_t, double, std::string, std::shared_ptr<const List>,
-               std::shared_ptr<const Object>>
-      data_;
+  std::variant<bool, int64_t, double, std::string, std::shared_ptr<const List>, std::shared_ptr<const Object>> data_;
 };
 
 const char* kind_name(Value::Kind kind);

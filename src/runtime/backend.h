@@ -23,21 +23,15 @@ class KernelTable {
     table_[N::kUnionId] = [](const ir::Node& n, ExecContext& ctx) { F(std::get<N>(n), ctx); };
   }
   void set(size_t union_id, KernelFn fn) { table_.at(union_id) = fn; }
-  KernelFn find(size_t union_id) const {
-    return union_id < table_.size() ? table_[union_id] : nullptr;
-  }
+  KernelFn find(size_t union_id) const { return union_id < table_.size() ? table_[union_id] : nullptr; }
 
   // Kernels of ONNX ops kept in their own domain ("ai.onnx", ...), found by (domain, op_type).
-  void add_onnx(std::string domain, std::string op_type, OnnxKernelFn fn) {
-    onnx_[{std::move(domain), std::move(op_type)}] = fn;
-  }
+  void add_onnx(std::string domain, std::string op_type, OnnxKernelFn fn) { onnx_[{std::move(domain), std::move(op_type)}] = fn; }
   OnnxKernelFn find_onnx(std::string_view domain, std::string_view op_type) const {
     auto it = onnx_.find(std::pair<std::string, std::string>(domain, op_type));
     return it == onnx_.end() ? nullptr : it->second;
   }
-  const std::map<std::pair<std::string, std::string>, OnnxKernelFn>& onnx_kernels() const {
-    return onnx_;
-  }
+  const std::map<std::pair<std::string, std::string>, OnnxKernelFn>& onnx_kernels() const { return onnx_; }
 
  private:
   std::array<KernelFn, ir::kMaxNodeUnionId + 1> table_{};

@@ -13,22 +13,19 @@ int32_t clamp_to_int32(int64_t v) {
 }
 
 ExecContext::ExecContext(const ir::Program& program)
-    : program_(program),
-      tensors_(static_cast<size_t>(program.num_tensors())),
-      values_(program.num_values) {}
+    : program_(program), tensors_(static_cast<size_t>(program.num_tensors())), values_(program.num_values) {}
 
 const Tensor& ExecContext::tensor(ir::Tid t) const {
   const Tensor& v = tensors_[t.idx];
   if (!v.defined())
-    fail("tensor slot " + std::to_string(t.idx) + " (" +
-         ir::tensor_class_name(program_.tensor_class(t)) + ") is read before it is written");
+    fail("tensor slot " + std::to_string(t.idx) + " (" + ir::tensor_class_name(program_.tensor_class(t)) +
+         ") is read before it is written");
   return v;
 }
 
 const ScalarValue& ExecContext::value(ir::Vid v) const {
   const ScalarValue& s = values_[v.idx];
-  if (std::holds_alternative<std::monostate>(s))
-    fail("value slot " + std::to_string(v.idx) + " is read before it is written");
+  if (std::holds_alternative<std::monostate>(s)) fail("value slot " + std::to_string(v.idx) + " is read before it is written");
   return s;
 }
 
@@ -50,9 +47,7 @@ void ExecContext::clear_values() {
   for (ScalarValue& v : values_) v = std::monostate{};
 }
 
-int32_t ExecContext::resolve(const ir::IntOrVid& v) const {
-  return v.is_vid ? int_value(v.vid) : clamp_to_int32(v.literal);
-}
+int32_t ExecContext::resolve(const ir::IntOrVid& v) const { return v.is_vid ? int_value(v.vid) : clamp_to_int32(v.literal); }
 
 std::vector<int32_t> ExecContext::resolve(const std::vector<ir::IntOrVid>& v) const {
   std::vector<int32_t> out;
@@ -65,8 +60,6 @@ float ExecContext::resolve(const ir::FloatOrVid& v) const {
   return v.is_vid ? float_value(v.vid) : static_cast<float>(v.literal);
 }
 
-const Tensor* ExecContext::optional_tensor(const std::optional<ir::Tid>& t) const {
-  return t ? &tensor(*t) : nullptr;
-}
+const Tensor* ExecContext::optional_tensor(const std::optional<ir::Tid>& t) const { return t ? &tensor(*t) : nullptr; }
 
 }  // namespace wgml::runtime

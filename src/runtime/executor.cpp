@@ -22,27 +22,21 @@ std::string describe_shape(const Shape& s) {
 
 void check_input_tensor(const Tensor& t, const ir::TensorMeta& meta, const std::string& name) {
   if (t.dtype() != meta.dtype)
-    throw Error(ErrorCode::InvalidArgument, name + ": expected dtype " +
-                                                std::string(dtype_name(meta.dtype)) + ", found " +
+    throw Error(ErrorCode::InvalidArgument, name + ": expected dtype " + std::string(dtype_name(meta.dtype)) + ", found " +
                                                 std::string(dtype_name(t.dtype())));
   if (static_cast<size_t>(t.rank()) != meta.shape.size())
     throw Error(ErrorCode::InvalidArgument,
-                name + ": expected rank " + std::to_string(meta.shape.size()) + ", found shape " +
-                    describe_shape(t.shape()));
+                name + ": expected rank " + std::to_string(meta.shape.size()) + ", found shape " + describe_shape(t.shape()));
   for (size_t d = 0; d < meta.shape.size(); ++d) {
     const ir::Dim& dim = meta.shape[d];
     const int64_t n = t.shape()[d];
-    const bool ok = dim.is_static() ? n == dim.value
-                                    : n >= dim.min_value && (dim.max_value < 0 || n <= dim.max_value);
+    const bool ok = dim.is_static() ? n == dim.value : n >= dim.min_value && (dim.max_value < 0 || n <= dim.max_value);
     if (!ok)
       throw Error(ErrorCode::InvalidArgument,
-                  name + ": dimension " + std::to_string(d) + " is " + std::to_string(n) +
-                      ", expected " +
+                  name + ": dimension " + std::to_string(d) + " is " + std::to_string(n) + ", expected " +
                       (dim.is_static() ? std::to_string(dim.value)
                                        : "a size in [" + std::to_string(dim.min_value) + ", " +
-                                             (dim.max_value < 0 ? std::string("inf")
-                                                                : std::to_string(dim.max_value)) +
-                                             "]"));
+                                             (dim.max_value < 0 ? std::string("inf") : std::to_string(dim.max_value)) + "]"));
   }
 }
 
@@ -87,9 +81,8 @@ void Executor::zero_mutable_buffers() {
 std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
   const ir::Program& p = model_->program;
   if (inputs.size() != p.inputs.size())
-    throw Error(ErrorCode::InvalidArgument,
-                model_->path + ": expected " + std::to_string(p.inputs.size()) +
-                    " inputs, found " + std::to_string(inputs.size()));
+    throw Error(ErrorCode::InvalidArgument, model_->path + ": expected " + std::to_string(p.inputs.size()) + " inputs, found " +
+                                                std::to_string(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) bind_input(i, inputs[i]);
   std::vector<Value> outputs;
   try {
@@ -109,20 +102,16 @@ void Executor::bind_input(size_t i, const Value& v) {
   const std::string name = model_->path + ": input " + std::to_string(i);
   if (slot.type == ir::SlotType::Tensor) {
     const Tensor* t = std::get_if<Tensor>(&v);
-    if (!t || !t->defined())
-      throw Error(ErrorCode::InvalidArgument, name + ": expected a tensor");
-    if (const ir::TensorMeta* meta = model_->program.meta(ir::Tid{slot.idx}))
-      check_input_tensor(*t, *meta, name);
+    if (!t || !t->defined()) throw Error(ErrorCode::InvalidArgument, name + ": expected a tensor");
+    if (const ir::TensorMeta* meta = model_->program.meta(ir::Tid{slot.idx})) check_input_tensor(*t, *meta, name);
     ctx_.set_tensor(ir::Tid{slot.idx}, *t);
     return;
   }
   const int64_t* n = std::get_if<int64_t>(&v);
   if (slot.type != ir::SlotType::Int || !n)
-    throw Error(ErrorCode::InvalidArgument,
-                name + ": expected an int value (the MLX runtime accepts only int value inputs)");
+    throw Error(ErrorCode::InvalidArgument, name + ": expected an int value (the MLX runtime accepts only int value inputs)");
   if (*n < std::numeric_limits<int32_t>::min() || *n > std::numeric_limits<int32_t>::max())
-    throw Error(ErrorCode::InvalidArgument,
-                name + ": value " + std::to_string(*n) + " does not fit in int32");
+    throw Error(ErrorCode::InvalidArgument, name + ": value " + std::to_string(*n) + " does not fit in int32");
   ctx_.set_value(ir::Vid{slot.idx}, static_cast<int32_t>(*n));
 }
 
@@ -156,10 +145,9 @@ void Executor::run_chain(uint32_t chain) {
   for (size_t i = 0; i < instructions.size(); ++i) run_instruction(chain, i, instructions[i]);
 }
 
-std::string Executor::where(uint32_t chain, size_t index,
-                            const ir::Instruction& instruction) const {
-  std::string place = model_->path + ": chain " + std::to_string(chain) + ", instruction " +
-                      std::to_string(index) + " (" + ir::instruction_name(instruction);
+std::string Executor::where(uint32_t chain, size_t index, const ir::Instruction& instruction) const {
+  std::string place = model_->path + ": chain " + std::to_string(chain) + ", instruction " + std::to_string(index) + " (" +
+                      ir::instruction_name(instruction);
   const auto& origins = model_->program.chains[chain].origins;
   if (index < origins.size() && !origins[index].empty()) place += ", from " + origins[index];
   return place + ")";
@@ -173,8 +161,10 @@ void Executor::run_instruction(uint32_t chain, size_t index, const ir::Instructi
     if (const auto* branch = std::get_if<ir::IfNode>(node)) return run_if(*branch);
   }
   try {
-    if (node) run_node(*node);
-    else run_onnx_op(std::get<ir::OnnxOp>(instruction));
+    if (node)
+      run_node(*node);
+    else
+      run_onnx_op(std::get<ir::OnnxOp>(instruction));
   } catch (const Error& e) {
     throw Error(e.code(), where(chain, index, instruction) + ": " + e.what());
   } catch (const std::bad_alloc&) {
@@ -187,16 +177,14 @@ void Executor::run_node(const ir::Node& node) {
   if (is_native_op(id)) return run_native_op(node, ctx_);
   KernelFn kernel = backend_.kernels().find(id);
   if (!kernel)
-    throw Error(ErrorCode::Unsupported,
-                "the " + std::string(backend_.name()) + " backend has no kernel for this node");
+    throw Error(ErrorCode::Unsupported, "the " + std::string(backend_.name()) + " backend has no kernel for this node");
   kernel(node, ctx_);
 }
 
 void Executor::run_onnx_op(const ir::OnnxOp& op) {
   OnnxKernelFn kernel = backend_.kernels().find_onnx(op.domain, op.op_type);
   if (!kernel)
-    throw Error(ErrorCode::Unsupported, "the " + std::string(backend_.name()) +
-                                            " backend has no kernel for this ONNX op");
+    throw Error(ErrorCode::Unsupported, "the " + std::string(backend_.name()) + " backend has no kernel for this ONNX op");
   kernel(op, ctx_);
 }
 
@@ -206,8 +194,7 @@ void Executor::run_if(const ir::IfNode& node) {
 
 void Executor::run_scan(const ir::ScanNode& scan) {
   if (scan.originals.empty() || scan.originals.size() != scan.sliced.size())
-    throw Error(ErrorCode::InvalidProgram,
-                model_->path + ": ScanNode: expected as many sliced slots as originals (>= 1)");
+    throw Error(ErrorCode::InvalidProgram, model_->path + ": ScanNode: expected as many sliced slots as originals (>= 1)");
   const Tensor& first = ctx_.tensor(scan.originals[0]);
   const int axis = normalize_axis(scan.scan_axis, first.rank());
   const int64_t steps = first.dim(axis);
@@ -216,11 +203,9 @@ void Executor::run_scan(const ir::ScanNode& scan) {
     for (size_t i = 0; i < scan.originals.size(); ++i)
       ctx_.set_tensor(scan.sliced[i], take_index(ctx_.tensor(scan.originals[i]), axis, t));
     run_chain(static_cast<uint32_t>(scan.body_chain_idx));
-    for (size_t i = 0; i < scan.outputs.size(); ++i)
-      collected[i].push_back(ctx_.tensor(scan.outputs[i]));
+    for (size_t i = 0; i < scan.outputs.size(); ++i) collected[i].push_back(ctx_.tensor(scan.outputs[i]));
   }
-  for (size_t i = 0; i < scan.outputs.size(); ++i)
-    ctx_.set_tensor(scan.outputs[i], stack(collected[i], axis));
+  for (size_t i = 0; i < scan.outputs.size(); ++i) ctx_.set_tensor(scan.outputs[i], stack(collected[i], axis));
 }
 
 }  // namespace wgml::runtime

@@ -48,13 +48,10 @@ struct NativeOps {
     int_op(n, ctx, "MultiplyInt", [](int64_t a, int64_t b) { return a * b; });
   }
   void operator()(const ir::FloorDivideIntNode& n) {
-    int_op(n, ctx, "FloorDivideInt", [](int64_t a, int64_t b) {
-      return floor_div(a, nonzero_divisor(b, "FloorDivideInt"));
-    });
+    int_op(n, ctx, "FloorDivideInt", [](int64_t a, int64_t b) { return floor_div(a, nonzero_divisor(b, "FloorDivideInt")); });
   }
   void operator()(const ir::ModIntNode& n) {
-    int_op(n, ctx, "ModInt",
-           [](int64_t a, int64_t b) { return floor_mod(a, nonzero_divisor(b, "ModInt")); });
+    int_op(n, ctx, "ModInt", [](int64_t a, int64_t b) { return floor_mod(a, nonzero_divisor(b, "ModInt")); });
   }
   void operator()(const ir::SymSizeNode& n) {
     const Tensor& a = ctx.tensor(n.a);
@@ -65,8 +62,7 @@ struct NativeOps {
     if (x.numel() < 1) fail("ItemInt: the tensor is empty");
     // MLX reads item<int>: for 64-bit integers that is the low 32 bits.
     const int64_t v = load_as_int64(x.dtype(), x.data(), 0);
-    ctx.set_value(n.out, x.dtype() == DType::Int64 ? static_cast<int32_t>(static_cast<uint32_t>(v))
-                                                   : clamp_to_int32(v));
+    ctx.set_value(n.out, x.dtype() == DType::Int64 ? static_cast<int32_t>(static_cast<uint32_t>(v)) : clamp_to_int32(v));
   }
   template <class T>
   void operator()(const T&) {

@@ -44,9 +44,7 @@ void put_u64(Bytes& b, size_t at, uint64_t v) {
 }
 
 // The names a .pte gives its MLX delegate in every payload error.
-std::string delegate_name(const std::string& path) {
-  return path + ": plan 'forward', delegate 0 (MLXBackend)";
-}
+std::string delegate_name(const std::string& path) { return path + ": plan 'forward', delegate 0 (MLXBackend)"; }
 
 class MalformedInput : public ::testing::Test {
  protected:
@@ -96,8 +94,7 @@ TEST_F(MalformedInput, TinyProgramLoadsAsPteAndBindsConstants) {
   // The delegate blob in the container is byte-identical to the standalone payload.
   const Bytes file = read_file(path);
   const frontend::PteContents pte = frontend::read_pte(io::own_bytes(file), path);
-  EXPECT_EQ(Bytes(pte.payload.data, pte.payload.data + pte.payload.size),
-            build_payload(tiny_graph()));
+  EXPECT_EQ(Bytes(pte.payload.data, pte.payload.data + pte.payload.size), build_payload(tiny_graph()));
 }
 
 TEST_F(MalformedInput, TinyProgramLoadsAsPteWithInlineDelegate) {
@@ -121,7 +118,8 @@ TEST_F(MalformedInput, PayloadAtAnOddAddressLoads) {
 
 // Constant bytes at an address unaligned for their dtype are copied before kernels read them.
 TEST_F(MalformedInput, ConstantsAtAnOddAddressAreReadCorrectly) {
-  auto model = std::make_shared<ir::Model>(frontend::load_model(write_payload_model(dir_, "tiny", tiny_graph(), tiny_constants())));
+  auto model =
+      std::make_shared<ir::Model>(frontend::load_model(write_payload_model(dir_, "tiny", tiny_graph(), tiny_constants())));
   std::vector<uint8_t> shifted(17);
   std::memcpy(shifted.data() + 1, model->constants[0].data, 16);
   model->constants[0] = io::own_bytes(std::move(shifted)).sub(1, 16);
@@ -135,9 +133,8 @@ TEST_F(MalformedInput, ConstantsAtAnOddAddressAreReadCorrectly) {
 }
 
 TEST_F(MalformedInput, RichProgramLoadsInBothForms) {
-  for (const std::string& path :
-       {write_pte_model(dir_, "rich", rich_graph(), tiny_constants()),
-        write_payload_model(dir_, "rich", rich_graph(), tiny_constants())}) {
+  for (const std::string& path : {write_pte_model(dir_, "rich", rich_graph(), tiny_constants()),
+                                  write_payload_model(dir_, "rich", rich_graph(), tiny_constants())}) {
     const ir::Model m = frontend::load_model(path);
     EXPECT_EQ(m.program.chains.size(), 5u) << path;
     EXPECT_EQ(m.program.init_chain_idx, 1) << path;
@@ -168,15 +165,13 @@ TEST_F(MalformedInput, TruncatedPayloadHeader) {
   const std::string path = raw_file(bytes, "short.mlxg");
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": "), HasSubstr("expected a 24-byte MLX0 header"),
-                              HasSubstr("found 16 bytes")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": "), HasSubstr("expected a 24-byte MLX0 header"), HasSubstr("found 16 bytes")));
 
   // The same payload inside a .pte: the message names the delegate.
   const std::string pte = pte_file(bytes);
   const Error in_pte = load_error(pte);
   EXPECT_EQ(in_pte.code(), ErrorCode::InvalidFormat);
-  EXPECT_THAT(in_pte.what(), AllOf(HasSubstr(delegate_name(pte)),
-                                   HasSubstr("expected a 24-byte MLX0 header")));
+  EXPECT_THAT(in_pte.what(), AllOf(HasSubstr(delegate_name(pte)), HasSubstr("expected a 24-byte MLX0 header")));
 }
 
 TEST_F(MalformedInput, WrongMagic) {
@@ -191,8 +186,7 @@ TEST_F(MalformedInput, WrongMagic) {
   const Error in_pte = load_error(pte);
   EXPECT_EQ(in_pte.code(), ErrorCode::InvalidFormat);
   EXPECT_THAT(in_pte.what(),
-              AllOf(HasSubstr(delegate_name(pte)), HasSubstr("byte 0: expected 4 zero bytes"),
-                    HasSubstr("magic \"MLX0\"")));
+              AllOf(HasSubstr(delegate_name(pte)), HasSubstr("byte 0: expected 4 zero bytes"), HasSubstr("magic \"MLX0\"")));
 }
 
 TEST_F(MalformedInput, DataSegmentOffsetPastEnd) {
@@ -204,8 +198,8 @@ TEST_F(MalformedInput, DataSegmentOffsetPastEnd) {
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
   EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": byte 8: data segment [" + std::to_string(past)),
-                              HasSubstr("must start after the header and end within the " +
-                                        std::to_string(bytes.size()) + "-byte payload")));
+                              HasSubstr("must start after the header and end within the " + std::to_string(bytes.size()) +
+                                        "-byte payload")));
 }
 
 TEST_F(MalformedInput, FlatBufferVerifierFailure) {
@@ -214,8 +208,7 @@ TEST_F(MalformedInput, FlatBufferVerifierFailure) {
   const std::string path = raw_file(bytes, "model.mlxg");
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": byte 24: the MLXGraph FlatBuffer"),
-                              HasSubstr("fails verification")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": byte 24: the MLXGraph FlatBuffer"), HasSubstr("fails verification")));
 }
 
 TEST_F(MalformedInput, FlatBufferVerifierFailureInsideNestedTable) {
@@ -229,8 +222,7 @@ TEST_F(MalformedInput, FlatBufferVerifierFailureInsideNestedTable) {
   const std::string pte = pte_file(bytes);
   const Error e = load_error(pte);
   EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(delegate_name(pte) + ": byte 24"),
-                              HasSubstr("fails verification")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(delegate_name(pte) + ": byte 24"), HasSubstr("fails verification")));
 }
 
 // ---- decode ----------------------------------------------------------------------------------
@@ -244,8 +236,7 @@ TEST_F(MalformedInput, UnknownUnionType) {
   write_file(dir_.file("model.safetensors"), build_safetensors(tiny_constants()));
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::Unsupported);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": chain 0, instruction 0"),
-                              HasSubstr("unknown node type id 200"),
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": chain 0, instruction 0"), HasSubstr("unknown node type id 200"),
                               HasSubstr("this build knows ids 1-")));
 }
 
@@ -273,9 +264,8 @@ TEST_F(MalformedInput, InstructionWithoutNodeTable) {
   write_file(dir_.file("model.safetensors"), build_safetensors(tiny_constants()));
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
-  EXPECT_THAT(e.what(),
-              AllOf(HasSubstr(path + ": chain 0, instruction 0 (AddNode), field 'op'"),
-                    HasSubstr("expected a AddNode table, found none")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": chain 0, instruction 0 (AddNode), field 'op'"),
+                              HasSubstr("expected a AddNode table, found none")));
 }
 
 TEST_F(MalformedInput, UnsupportedDtype) {
@@ -284,8 +274,8 @@ TEST_F(MalformedInput, UnsupportedDtype) {
   const std::string path = payload_file(g);
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::Unsupported);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": tensor_meta[1]: unsupported scalar_type 7"),
-                              HasSubstr("expected one of"), HasSubstr("Float")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": tensor_meta[1]: unsupported scalar_type 7"), HasSubstr("expected one of"),
+                              HasSubstr("Float")));
 }
 
 TEST_F(MalformedInput, VersionTwo) {
@@ -321,9 +311,8 @@ TEST_F(MalformedInput, OutOfRangeVid) {
   const std::string path = payload_file(g);
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
-  EXPECT_THAT(e.what(),
-              AllOf(HasSubstr(path + ": chain 0, instruction 0 (SymSizeNode), field 'out'"),
-                    HasSubstr("expected a value slot below 1, found 5")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": chain 0, instruction 0 (SymSizeNode), field 'out'"),
+                              HasSubstr("expected a value slot below 1, found 5")));
 }
 
 TEST_F(MalformedInput, BadMainChainIndex) {
@@ -332,8 +321,7 @@ TEST_F(MalformedInput, BadMainChainIndex) {
   const std::string path = payload_file(g);
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
-  EXPECT_THAT(e.what(),
-              HasSubstr(path + ": main_chain_idx: expected a chain index below 1, found 4"));
+  EXPECT_THAT(e.what(), HasSubstr(path + ": main_chain_idx: expected a chain index below 1, found 4"));
 }
 
 TEST_F(MalformedInput, BadInitChainIndex) {
@@ -349,8 +337,7 @@ TEST_F(MalformedInput, BadInitChainIndex) {
   const std::string same = payload_file(g, "same");
   const Error e2 = load_error(same);
   EXPECT_EQ(e2.code(), ErrorCode::InvalidProgram);
-  EXPECT_THAT(e2.what(),
-              HasSubstr(same + ": init_chain_idx: expected a chain other than the main chain"));
+  EXPECT_THAT(e2.what(), HasSubstr(same + ": init_chain_idx: expected a chain other than the main chain"));
 }
 
 TEST_F(MalformedInput, ScanBodyChainIndexOutOfRange) {
@@ -366,10 +353,9 @@ TEST_F(MalformedInput, ScanBodyChainIndexOutOfRange) {
   const std::string path = payload_file(g);
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
-  EXPECT_THAT(e.what(),
-              AllOf(HasSubstr(path + ": chain 0, instruction 0 (ScanNode), field 'chain index'"),
-                    HasSubstr("expected a body chain index below 1 other than the main and init "
-                              "chains, found 7")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": chain 0, instruction 0 (ScanNode), field 'chain index'"),
+                              HasSubstr("expected a body chain index below 1 other than the main and init "
+                                        "chains, found 7")));
 }
 
 TEST_F(MalformedInput, TempReadBeforeWritten) {
@@ -379,9 +365,8 @@ TEST_F(MalformedInput, TempReadBeforeWritten) {
   const std::string path = payload_file(g);
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
-  EXPECT_THAT(e.what(),
-              AllOf(HasSubstr(path + ": chain 0, instruction 0 (AddNode), field 'a'"),
-                    HasSubstr("expected temp tensor 3 to be written by an earlier instruction")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": chain 0, instruction 0 (AddNode), field 'a'"),
+                              HasSubstr("expected temp tensor 3 to be written by an earlier instruction")));
 }
 
 TEST_F(MalformedInput, WriteToConstantOutsideInitChain) {
@@ -390,9 +375,8 @@ TEST_F(MalformedInput, WriteToConstantOutsideInitChain) {
   const std::string path = payload_file(g);
   const Error e = load_error(path);
   EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
-  EXPECT_THAT(e.what(),
-              AllOf(HasSubstr(path + ": chain 0, instruction 0 (AddNode), field 'out'"),
-                    HasSubstr("expected no write to constant tensor 0 outside the init chain")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(path + ": chain 0, instruction 0 (AddNode), field 'out'"),
+                              HasSubstr("expected no write to constant tensor 0 outside the init chain")));
 }
 
 // ---- constants -------------------------------------------------------------------------------
@@ -432,20 +416,16 @@ TEST_F(MalformedInput, PteWithoutMlxDelegate) {
   const std::string pte = pte_file(build_payload(tiny_graph()), options);
   const Error e = load_error(pte);
   EXPECT_EQ(e.code(), ErrorCode::Unsupported);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(pte + ": "),
-                              HasSubstr("expected a delegate with id \"MLXBackend\"")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(pte + ": "), HasSubstr("expected a delegate with id \"MLXBackend\"")));
 }
 
 TEST_F(MalformedInput, PteDelegateSegmentPastEndOfFile) {
   PteOptions options;
-  options.edit_program = [](executorch_flatbuffer::ProgramT& p) {
-    p.segments[0]->offset = uint64_t{1} << 40;
-  };
+  options.edit_program = [](executorch_flatbuffer::ProgramT& p) { p.segments[0]->offset = uint64_t{1} << 40; };
   const std::string pte = pte_file(build_payload(tiny_graph()), options);
   const Error e = load_error(pte);
   EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(delegate_name(pte) + ": segment 0 ["),
-                              HasSubstr("lies past the end of the")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(delegate_name(pte) + ": segment 0 ["), HasSubstr("lies past the end of the")));
 }
 
 TEST_F(MalformedInput, PteNamedDataSegmentPastEndOfFile) {
@@ -456,8 +436,7 @@ TEST_F(MalformedInput, PteNamedDataSegmentPastEndOfFile) {
   const Error e = load_error(pte);
   EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
   EXPECT_THAT(e.what(), AllOf(HasSubstr(pte + ": named_data[0]: segment 1 ["),
-                              HasSubstr("lies past the end of the " + std::to_string(bytes.size()) +
-                                        "-byte file")));
+                              HasSubstr("lies past the end of the " + std::to_string(bytes.size()) + "-byte file")));
 }
 
 TEST_F(MalformedInput, PteBadExtendedHeaderLength) {
@@ -467,15 +446,13 @@ TEST_F(MalformedInput, PteBadExtendedHeaderLength) {
   const std::string pte = raw_file(bytes, "eh.pte");
   const Error e = load_error(pte);
   EXPECT_EQ(e.code(), ErrorCode::InvalidFormat);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr(pte + ": byte 12: extended header length 8"),
-                              HasSubstr("must be at least 24")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr(pte + ": byte 12: extended header length 8"), HasSubstr("must be at least 24")));
 
   put_u32(bytes, 12, 1u << 30);  // longer than the file
   const std::string long_pte = raw_file(bytes, "eh_long.pte");
   const Error e2 = load_error(long_pte);
   EXPECT_EQ(e2.code(), ErrorCode::InvalidFormat);
-  EXPECT_THAT(e2.what(), AllOf(HasSubstr(long_pte + ": byte 12: extended header length"),
-                               HasSubstr("fit in the file")));
+  EXPECT_THAT(e2.what(), AllOf(HasSubstr(long_pte + ": byte 12: extended header length"), HasSubstr("fit in the file")));
 }
 
 // ---- validation cost ----------------------------------------------------------------------------

@@ -16,9 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     wgml::ir::Model model;
     model.path = "fuzz.mlxg";
     model.format = wgml::ir::ModelFormat::Payload;
-    model.program =
-        wgml::ir::read_payload(wgml::io::own_bytes(std::vector<uint8_t>(data, data + size)),
-                               model.path);
+    model.program = wgml::ir::read_payload(wgml::io::own_bytes(std::vector<uint8_t>(data, data + size)), model.path);
     wgml::fuzz::exercise_model(model);  // no named data: binds only constant-free programs
   } catch (const wgml::Error&) {
   }

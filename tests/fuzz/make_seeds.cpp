@@ -40,15 +40,11 @@ int main(int argc, char** argv) {
   inline_delegate.delegate_in_segment = false;
   t::PteOptions small_alignment;
   small_alignment.segment_alignment = 16;
-  put("pte/tiny.pte", t::build_mlx_pte(t::build_payload(t::tiny_graph()), constants,
-                                       small_alignment));
-  put("pte/rich.pte", t::build_mlx_pte(t::build_payload(t::rich_graph()), constants,
-                                       small_alignment));
-  put("pte/tiny_inline.pte",
-      t::build_mlx_pte(t::build_payload(t::tiny_graph()), constants, inline_delegate));
+  put("pte/tiny.pte", t::build_mlx_pte(t::build_payload(t::tiny_graph()), constants, small_alignment));
+  put("pte/rich.pte", t::build_mlx_pte(t::build_payload(t::rich_graph()), constants, small_alignment));
+  put("pte/tiny_inline.pte", t::build_mlx_pte(t::build_payload(t::tiny_graph()), constants, inline_delegate));
   t::PteOptions no_header = inline_delegate;
   no_header.extended_header = false;
-  put("pte/no_constants_no_header.pte",
-      t::build_mlx_pte(t::build_payload(no_constants), {}, no_header));
+  put("pte/no_constants_no_header.pte", t::build_mlx_pte(t::build_payload(no_constants), {}, no_header));
   return 0;
 }

@@ -81,12 +81,9 @@ size_t first_mismatch(const std::vector<uint32_t>& values, size_t count, Expecte
 class GpuDeviceTest : public GpuTest {
  protected:
   const Kernel& axpb() {
-    return pipelines().get({"axpb", kAxpbWgsl, "main", {}, {Access::Read, Access::ReadWrite},
-                            sizeof(AxpbParams)});
+    return pipelines().get({"axpb", kAxpbWgsl, "main", {}, {Access::Read, Access::ReadWrite}, sizeof(AxpbParams)});
   }
-  const Kernel& fill() {
-    return pipelines().get({"fill", kFillWgsl, "main", {}, {Access::ReadWrite}, sizeof(FillParams)});
-  }
+  const Kernel& fill() { return pipelines().get({"fill", kFillWgsl, "main", {}, {Access::ReadWrite}, sizeof(FillParams)}); }
   const Kernel& count() { return pipelines().get({"count", kCountWgsl, "main", {}, {Access::ReadWrite}, 0}); }
 
   PooledBuffer upload_floats(Recorder& recorder, const std::vector<float>& values) {
@@ -172,8 +169,8 @@ TEST_F(GpuDeviceTest, BufferIsReusedOnlyAfterTheGpuFinishedWithIt) {
 TEST_F(GpuDeviceTest, TrimDestroysOnlyFreeBuffersTheGpuFinishedWith) {
   BufferPool local(device());
   Recorder recorder(device(), local, {SubmitPolicy::OncePerRun});
-  PooledBuffer kept = local.acquire(1000, BufferKind::Storage, "test");     // class 1024
-  PooledBuffer in_use = local.acquire(4000, BufferKind::Storage, "test");   // class 4096
+  PooledBuffer kept = local.acquire(1000, BufferKind::Storage, "test");    // class 1024
+  PooledBuffer in_use = local.acquire(4000, BufferKind::Storage, "test");  // class 4096
   EXPECT_EQ(local.stats().created, 2u);
   EXPECT_EQ(local.stats().bytes_allocated, 1024u + 4096u);
   const BufferRange bindings[] = {in_use.range()};
@@ -203,8 +200,7 @@ TEST_F(GpuDeviceTest, BuffersCycledThroughManySubmitsKeepTheirData) {
   }
   EXPECT_EQ(recorder.submissions(), 24u);
   for (int step = 0; step < 24; ++step)
-    ASSERT_EQ(values_of<float>(recorder.read(outputs[step].range(), "read")),
-              std::vector<float>(512, float(step) * 2.0f + 0.5f))
+    ASSERT_EQ(values_of<float>(recorder.read(outputs[step].range(), "read")), std::vector<float>(512, float(step) * 2.0f + 0.5f))
         << "step " << step;
 }
 
@@ -307,7 +303,7 @@ TEST_F(GpuDeviceTest, BindingMistakesAreCaughtBeforeRecording) {
     ADD_FAILURE() << "expected a GpuError";
     return GpuErrorKind::Internal;
   };
-  EXPECT_EQ(error_of({x.range()}, bytes_of(p)), GpuErrorKind::Validation);  // one buffer short
+  EXPECT_EQ(error_of({x.range()}, bytes_of(p)), GpuErrorKind::Validation);             // one buffer short
   EXPECT_EQ(error_of({x.range(), x.range()}, bytes_of(p)), GpuErrorKind::Validation);  // aliasing
   EXPECT_EQ(error_of({x.range(4, 512), x.range()}, bytes_of(p)), GpuErrorKind::Validation);
   EXPECT_EQ(error_of({x.range(), x.range()}, bytes_of(1.0f)), GpuErrorKind::Validation);
@@ -348,8 +344,7 @@ TEST_F(GpuDeviceTest, ProfilerTimesEveryDispatchAndPass) {
   PooledBuffer out = pool().acquire(1 << 20, BufferKind::Storage, "test");
   const BufferRange bindings[] = {out.range()};
   const char* names[] = {"fill a", "fill b", "fill c"};
-  for (const char* name : names)
-    recorder.dispatch(fill(), bindings, bytes_of(FillParams{1 << 18, 3}), 4096, name);
+  for (const char* name : names) recorder.dispatch(fill(), bindings, bytes_of(FillParams{1 << 18, 3}), 4096, name);
   recorder.finish();
   const std::vector<GpuTiming> timings = profiler.collect();
 

@@ -1,8 +1,8 @@
 // Parts of the GPU layer that need no device: grid folding, size classes, kernel keys, adapter
 // choice, library lookup and the trace format.
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <cstdio>
@@ -69,7 +69,7 @@ TEST(FoldWorkgroups, RefusesCountsNoGridHolds) {
 TEST(SizeClass, RoundsUpByAtMostAQuarter) {
   EXPECT_EQ(size_class(1), 256u);
   EXPECT_EQ(size_class(256), 256u);
-  EXPECT_EQ(size_class(257), 320u);   // 256 < n <= 512: steps of 64
+  EXPECT_EQ(size_class(257), 320u);  // 256 < n <= 512: steps of 64
   EXPECT_EQ(size_class(600), 640u);
   EXPECT_EQ(size_class(1024), 1024u);
   EXPECT_EQ(size_class(1025), 1280u);
@@ -81,8 +81,7 @@ TEST(SizeClass, RoundsUpByAtMostAQuarter) {
 }
 
 TEST(KernelHash, CoversSourceEntryOverridesAndBindingsButNotTheLabel) {
-  KernelSource base{"a", "@compute @workgroup_size(1) fn main() {}", "main", {{"n", 4}},
-                  {Access::Read, Access::ReadWrite}, 16};
+  KernelSource base{"a", "@compute @workgroup_size(1) fn main() {}", "main", {{"n", 4}}, {Access::Read, Access::ReadWrite}, 16};
   KernelSource relabelled = base;
   relabelled.label = "b";
   EXPECT_EQ(kernel_hash(base), kernel_hash(relabelled));
@@ -138,8 +137,7 @@ TEST(ChooseAdapter, RefusesUnknownSelectionsAndNullBackends) {
   const GpuError null_backend = expect_gpu_error([&] { choose_adapter(all, "1"); });
   EXPECT_THAT(null_backend.what(), HasSubstr("Null backend"));
   EXPECT_EQ(expect_gpu_error([&] { choose_adapter(all, "null"); }).kind(), GpuErrorKind::BadSelection);
-  EXPECT_EQ(expect_gpu_error([&] { choose_adapter(all, "radeon"); }).kind(),
-            GpuErrorKind::BadSelection);
+  EXPECT_EQ(expect_gpu_error([&] { choose_adapter(all, "radeon"); }).kind(), GpuErrorKind::BadSelection);
 }
 
 TEST(ChooseAdapter, NoRealDeviceIsNoAdapter) {
@@ -147,16 +145,12 @@ TEST(ChooseAdapter, NoRealDeviceIsNoAdapter) {
   EXPECT_EQ(none.kind(), GpuErrorKind::NoAdapter);
   EXPECT_EQ(none.code(), ErrorCode::Unsupported);
   EXPECT_THAT(none.what(), HasSubstr("Vulkan driver"));
-  EXPECT_EQ(expect_gpu_error([] {
-              choose_adapter({adapter(0, "Null", AdapterKind::Other, false)}, "");
-            }).kind(),
+  EXPECT_EQ(expect_gpu_error([] { choose_adapter({adapter(0, "Null", AdapterKind::Other, false)}, ""); }).kind(),
             GpuErrorKind::NoAdapter);
 }
 
 TEST(WebGpuLibrary, NamesEveryPlaceItLookedIn) {
-  const GpuError e = expect_gpu_error([] {
-    open_webgpu_library({"/nonexistent/libwgpu_native.so", "/etc/hostname"});
-  });
+  const GpuError e = expect_gpu_error([] { open_webgpu_library({"/nonexistent/libwgpu_native.so", "/etc/hostname"}); });
   EXPECT_EQ(e.kind(), GpuErrorKind::LibraryNotFound);
   EXPECT_THAT(e.what(), HasSubstr("/nonexistent/libwgpu_native.so: no such file"));
   EXPECT_THAT(e.what(), HasSubstr("/etc/hostname: "));
@@ -178,17 +172,18 @@ TEST(WebGpuLibrary, EnvironmentVariableIsTheOnlyCandidateWhenSet) {
   const std::string previous = saved ? saved : "";
   setenv("WGML_WEBGPU_LIBRARY", "/opt/other/libwgpu_native.so", 1);
   EXPECT_EQ(webgpu_library_candidates(), std::vector<std::string>{"/opt/other/libwgpu_native.so"});
-  if (saved) setenv("WGML_WEBGPU_LIBRARY", previous.c_str(), 1);
-  else unsetenv("WGML_WEBGPU_LIBRARY");
+  if (saved)
+    setenv("WGML_WEBGPU_LIBRARY", previous.c_str(), 1);
+  else
+    unsetenv("WGML_WEBGPU_LIBRARY");
   const auto defaults = webgpu_library_candidates();
   ASSERT_GE(defaults.size(), 2u);
   EXPECT_THAT(defaults.back(), HasSubstr("libwgpu_native-release.so"));
 }
 
 TEST(ChromeTrace, OneCompleteSlicePerTimingOnNamedTracks) {
-  const std::vector<GpuTiming> timings = {{"pass 1", TimingKind::Pass, 0, 5000},
-                                          {"matmul", TimingKind::Op, 1000, 2500},
-                                          {"softmax", TimingKind::Op, 3500, 1000}};
+  const std::vector<GpuTiming> timings = {
+      {"pass 1", TimingKind::Pass, 0, 5000}, {"matmul", TimingKind::Op, 1000, 2500}, {"softmax", TimingKind::Op, 3500, 1000}};
   const auto trace = nlohmann::json::parse(chrome_trace_json(trace_slices(timings)));
   std::vector<nlohmann::json> slices, thread_names;
   for (const auto& e : trace["traceEvents"]) {

@@ -84,7 +84,8 @@ TEST(SpecValidation, UnknownKeysAndWrongTypes) {
   EXPECT_THAT(spec_error(j), HasSubstr("test.json: inputs.x.optional: expected a bool, found a string"));
   j = scale_spec();
   j["variants"][0]["passes"][0]["bindings"] = "x";
-  EXPECT_THAT(spec_error(j), HasSubstr("test.json: variants[0].passes[0].bindings: expected a non-empty list of bindings, found a string"));
+  EXPECT_THAT(spec_error(j),
+              HasSubstr("test.json: variants[0].passes[0].bindings: expected a non-empty list of bindings, found a string"));
   j = scale_spec();
   j["variants"][0]["passes"][0].erase("shader");
   EXPECT_THAT(spec_error(j), HasSubstr("test.json: variants[0].passes[0]: missing required key 'shader'"));
@@ -101,7 +102,8 @@ TEST(SpecValidation, UnknownKeysAndWrongTypes) {
 TEST(SpecValidation, BadExpressionsNamePathAndColumn) {
   Json j = scale_spec();
   j["variants"][0]["passes"][0]["dispatch"]["workgroups"] = "ceilDiv(numel(shapes.x), ";
-  EXPECT_THAT(spec_error(j), HasSubstr("test.json: variants[0].passes[0].dispatch.workgroups: column 26: expected a value at the end"));
+  EXPECT_THAT(spec_error(j),
+              HasSubstr("test.json: variants[0].passes[0].dispatch.workgroups: column 26: expected a value at the end"));
   j = scale_spec();
   j["when"][0] = "f16Ok(dtypes.T) and";
   EXPECT_THAT(spec_error(j), HasSubstr("test.json: when[0]: column 20: expected a value at the end"));
@@ -115,7 +117,8 @@ TEST(SpecValidation, UndefinedNamesAndMembers) {
   EXPECT_THAT(spec_error(j), HasSubstr("column 7: 'shapes' has no member 'z' (members: x, y)"));
   j = scale_spec();
   j["bindings"]["params"]["struct"][1]["value"] = "attrs.factr";
-  EXPECT_THAT(spec_error(j), HasSubstr("bindings.params.struct[1].value: column 1: 'attrs' has no member 'factr' (members: factor)"));
+  EXPECT_THAT(spec_error(j),
+              HasSubstr("bindings.params.struct[1].value: column 1: 'attrs' has no member 'factr' (members: factor)"));
   j = scale_spec();
   j["when"][0] = "dtypes.U == \"f32\"";
   EXPECT_THAT(spec_error(j), HasSubstr("'dtypes' has no member 'U' (members: x, y, T)"));
@@ -204,12 +207,15 @@ TEST_F(SpecEngine, PlansBindingsParamsDispatchAndWgsl) {
 }
 
 TEST_F(SpecEngine, RequestsThatDoNotMatchAreErrors) {
-  EXPECT_THAT(error_of([&] { plan(scale_spec(), scale_request(DType::Int8, {4})); }, ErrorCode::InvalidArgument),
-              HasSubstr("test.Scale (test.json): T = int8 (from input 'x') is not allowed; typeConstraints.T: float32, float16, int32"));
-  EXPECT_THAT(error_of([&] { plan(scale_spec(), KernelRequest{}); }, ErrorCode::InvalidArgument), HasSubstr("input 'x' is required"));
+  EXPECT_THAT(
+      error_of([&] { plan(scale_spec(), scale_request(DType::Int8, {4})); }, ErrorCode::InvalidArgument),
+      HasSubstr("test.Scale (test.json): T = int8 (from input 'x') is not allowed; typeConstraints.T: float32, float16, int32"));
+  EXPECT_THAT(error_of([&] { plan(scale_spec(), KernelRequest{}); }, ErrorCode::InvalidArgument),
+              HasSubstr("input 'x' is required"));
   KernelRequest r = scale_request(DType::Float32, {4});
   r.inputs["w"] = {DType::Float32, {4}};
-  EXPECT_THAT(error_of([&] { plan(scale_spec(), r); }, ErrorCode::InvalidArgument), HasSubstr("there is no input 'w' (inputs: x)"));
+  EXPECT_THAT(error_of([&] { plan(scale_spec(), r); }, ErrorCode::InvalidArgument),
+              HasSubstr("there is no input 'w' (inputs: x)"));
   r = scale_request(DType::Float32, {4});
   r.attributes["factor"] = Value("big");
   EXPECT_THAT(error_of([&] { plan(scale_spec(), r); }, ErrorCode::InvalidArgument),
@@ -236,9 +242,11 @@ TEST_F(SpecEngine, AttributeConstraints) {
   j["attributeConstraints"] = {{"factor", {{"min", 0}, {"max", 10}}}};
   KernelRequest r = scale_request(DType::Float32, {4});
   r.attributes["factor"] = Value(11.0);
-  EXPECT_THAT(error_of([&] { plan(j, r); }, ErrorCode::InvalidArgument), HasSubstr("attribute 'factor' = 11.0 lies outside [0.0, 10.0]"));
+  EXPECT_THAT(error_of([&] { plan(j, r); }, ErrorCode::InvalidArgument),
+              HasSubstr("attribute 'factor' = 11.0 lies outside [0.0, 10.0]"));
   j["attributeConstraints"] = {{"factor", {{"values", {1.0, 2.0}}}}};
-  EXPECT_THAT(error_of([&] { plan(j, r); }, ErrorCode::InvalidArgument), HasSubstr("attribute 'factor' = 11.0 is not one of [1.0, 2.0]"));
+  EXPECT_THAT(error_of([&] { plan(j, r); }, ErrorCode::InvalidArgument),
+              HasSubstr("attribute 'factor' = 11.0 is not one of [1.0, 2.0]"));
 }
 
 TEST_F(SpecEngine, Float16NeedsShaderF16) {
@@ -271,7 +279,8 @@ TEST_F(SpecEngine, HighestPriorityApplicableVariantWins) {
   j["variants"][0]["when"] = {"ranks.x == 2"};
   const std::string message = error_of([&] { plan(j, scale_request(DType::Float32, {7})); }, ErrorCode::Unsupported);
   EXPECT_THAT(message, HasSubstr("no variant applies to shapes x=[7] y=[7]; dtypes T=float32 (f32); attrs factor=2.0"));
-  EXPECT_THAT(message, HasSubstr("\n  fast: when[0] `numel(shapes.x) % 4 == 0` is false\n  plain: when[0] `ranks.x == 2` is false"));
+  EXPECT_THAT(message,
+              HasSubstr("\n  fast: when[0] `numel(shapes.x) % 4 == 0` is false\n  plain: when[0] `ranks.x == 2` is false"));
 }
 
 TEST_F(SpecEngine, DerivedValuesAreLazyAndCyclesAreErrors) {

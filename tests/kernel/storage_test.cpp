@@ -12,8 +12,8 @@
 namespace wgml::kernel {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 template <class T>
 Tensor tensor_of(DType dtype, const std::vector<T>& values) {

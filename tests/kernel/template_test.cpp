@@ -5,9 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "wgml/error.h"
 
@@ -34,7 +34,8 @@ std::string compile_error(const std::string& text) {
 
 TEST(SpecTemplate, OutputsValuesAsWgslText) {
   EXPECT_EQ(render("const N: u32 = {{ n }}u;", {{"n", Value(12)}}), "const N: u32 = 12u;");
-  EXPECT_EQ(render("{{ 0.5 }} {{ 2.0 }} {{ true }} {{ \"vec4<\" ~ t ~ \">\" }}", {{"t", Value("f32")}}), "0.5 2.0 true vec4<f32>");
+  EXPECT_EQ(render("{{ 0.5 }} {{ 2.0 }} {{ true }} {{ \"vec4<\" ~ t ~ \">\" }}", {{"t", Value("f32")}}),
+            "0.5 2.0 true vec4<f32>");
   EXPECT_EQ(render("{{ shape | join(\", \") }}", {{"shape", Value::int_list({2, 3})}}), "2, 3");
   EXPECT_EQ(render("a{# a comment #}b"), "ab");
   EXPECT_EQ(render("no tags { at all }"), "no tags { at all }");

@@ -20,12 +20,14 @@
 namespace wgml::kernel {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 // ---- the CPU reference -----------------------------------------------------------------------
 
-Tensor floats(Shape shape, const std::vector<float>& values) { return Tensor::from_bytes(DType::Float32, std::move(shape), values.data()); }
+Tensor floats(Shape shape, const std::vector<float>& values) {
+  return Tensor::from_bytes(DType::Float32, std::move(shape), values.data());
+}
 Tensor indices(const std::vector<int64_t>& values) {
   return Tensor::from_bytes(DType::Int64, {static_cast<int64_t>(values.size())}, values.data());
 }
@@ -59,7 +61,8 @@ TEST(TensorScatterReference, LastAxisAndHeadsBeforeTheAxis) {
             (std::vector<float>{0, 0, 7, 0, 0, 9}));
   // past [2 batches, 2 heads, 3 positions, 1]: every head of a batch uses that batch's index.
   const Tensor w2 = indices({2, 0});
-  EXPECT_EQ(values_of(cpu::onnx::tensor_scatter(Tensor(DType::Float32, {2, 2, 3, 1}), floats({2, 2, 1, 1}, {1, 2, 3, 4}), &w2, 2, "linear")),
+  EXPECT_EQ(values_of(cpu::onnx::tensor_scatter(Tensor(DType::Float32, {2, 2, 3, 1}), floats({2, 2, 1, 1}, {1, 2, 3, 4}), &w2, 2,
+                                                "linear")),
             (std::vector<float>{0, 0, 1, 0, 0, 2, /**/ 3, 0, 0, 4, 0, 0}));
 }
 
@@ -74,8 +77,9 @@ TEST(TensorScatterReference, KeepsTheBytesOfAnyType) {
 
 TEST(TensorScatterReference, RejectsIndicesThatDoNotFitAndMismatchedInputs) {
   const Tensor too_far = indices({3, 0});
-  EXPECT_THAT(error_of([&] { cpu::onnx::tensor_scatter(kPast, kUpdate, &too_far, -2, "linear"); }, ErrorCode::Runtime),
-              HasSubstr("write_indices[0] = 3 does not fit: linear mode needs 0 <= index <= max_sequence_length - sequence_length = 2"));
+  EXPECT_THAT(
+      error_of([&] { cpu::onnx::tensor_scatter(kPast, kUpdate, &too_far, -2, "linear"); }, ErrorCode::Runtime),
+      HasSubstr("write_indices[0] = 3 does not fit: linear mode needs 0 <= index <= max_sequence_length - sequence_length = 2"));
   const Tensor negative = indices({0, -1});
   EXPECT_THAT(error_of([&] { cpu::onnx::tensor_scatter(kPast, kUpdate, &negative, -2, "linear"); }, ErrorCode::Runtime),
               HasSubstr("write_indices[1] = -1 does not fit"));
@@ -84,8 +88,11 @@ TEST(TensorScatterReference, RejectsIndicesThatDoNotFitAndMismatchedInputs) {
               HasSubstr("axis must name a dimension after the batch dimension"));
   EXPECT_THAT(error_of([&] { cpu::onnx::tensor_scatter(kPast, kUpdate, &w, 1, "ring"); }, ErrorCode::InvalidArgument),
               HasSubstr("mode must be \"linear\" or \"circular\", not \"ring\""));
-  EXPECT_THAT(error_of([&] { cpu::onnx::tensor_scatter(kPast, floats({2, 2, 3}, std::vector<float>(12)), &w, 1, "linear"); },
-                       ErrorCode::InvalidArgument),
+  EXPECT_THAT(error_of(
+                  [&] {
+                    cpu::onnx::tensor_scatter(kPast, floats({2, 2, 3}, std::vector<float>(12)), &w, 1, "linear");
+                  },
+                  ErrorCode::InvalidArgument),
               HasSubstr("update [2, 2, 3] does not fit past_cache [2, 4, 2] (axis 1)"));
   const Tensor short_w = indices({0});
   EXPECT_THAT(error_of([&] { cpu::onnx::tensor_scatter(kPast, kUpdate, &short_w, 1, "linear"); }, ErrorCode::InvalidArgument),
@@ -180,7 +187,8 @@ void expect_plan_matches_case(const KernelPlan& plan, const Case& c) {
   EXPECT_EQ(copy.bindings[1].tensor, "present");
   EXPECT_EQ(copy.bindings[1].access, BindingAccess::ReadWrite);
   EXPECT_TRUE(copy.params.empty());
-  EXPECT_EQ(copy.dispatch, (std::array<uint32_t, 3>{static_cast<uint32_t>((numel + copy_width - 1) / copy_width + 255) / 256, 1, 1}));
+  EXPECT_EQ(copy.dispatch,
+            (std::array<uint32_t, 3>{static_cast<uint32_t>((numel + copy_width - 1) / copy_width + 255) / 256, 1, 1}));
 
   const PlanPass& scatter = plan.passes[1];
   EXPECT_EQ(scatter.name, "TensorScatter.Scatter");
@@ -243,7 +251,8 @@ TEST_F(TensorScatterPlans, OursAndTheSeedRenderTheSameKernelsForTheWholeMatrix) 
     ++cases;
   }
   EXPECT_EQ(cases, 8u * 6u * 2u * 2u);
-  if (std::string(WGML_NAGA).empty()) GTEST_SKIP() << "naga is not installed: " << sources.size() << " WGSL sources were not validated";
+  if (std::string(WGML_NAGA).empty())
+    GTEST_SKIP() << "naga is not installed: " << sources.size() << " WGSL sources were not validated";
   bool ok = false;
   const std::string output = validate_with_naga(sources, ok);
   EXPECT_TRUE(ok) << output;
@@ -281,9 +290,13 @@ TEST_F(TensorScatterPlans, InPlaceUpdateSkipsTheCopyAndBindsTheCacheOnce) {
 
 TEST_F(TensorScatterPlans, Float16WithoutShaderF16IsNotSupportedOnThisDevice) {
   for (const auto* spec : {ours_.get(), seed_.get()}) {
-    EXPECT_THAT(error_of([&] { plan(*spec, request_for({DType::Float16, wgml::testing::kScatterGeometries[0], "linear", false}), DeviceCaps{}); },
-                         ErrorCode::Unsupported),
-                HasSubstr("float16 is not supported on this device (no shader-f16)"));
+    EXPECT_THAT(
+        error_of(
+            [&] {
+              plan(*spec, request_for({DType::Float16, wgml::testing::kScatterGeometries[0], "linear", false}), DeviceCaps{});
+            },
+            ErrorCode::Unsupported),
+        HasSubstr("float16 is not supported on this device (no shader-f16)"));
   }
 }
 
@@ -295,7 +308,11 @@ TEST_F(TensorScatterPlans, WriteIndicesAreNarrowedWithARangeCheck) {
     EXPECT_EQ(w.storage.kind, StorageKind::Narrowed);
     EXPECT_EQ(w.storage.scalar, "u32");
     EXPECT_EQ(w.onnx, "write_indices");
-    EXPECT_THAT(error_of([&] { backend::webgpu::encode_for_gpu(indices({0, -3}), w.storage, w.name, w.value_range); }, ErrorCode::Runtime),
+    EXPECT_THAT(error_of(
+                    [&] {
+                      backend::webgpu::encode_for_gpu(indices({0, -3}), w.storage, w.name, w.value_range);
+                    },
+                    ErrorCode::Runtime),
                 HasSubstr("input 'writeIndices': element 1 is -3, outside [0, 4294967295]"));
   }
   // Ours also declares the semantic range: a linear write must fit in the cache.
@@ -303,7 +320,11 @@ TEST_F(TensorScatterPlans, WriteIndicesAreNarrowedWithARangeCheck) {
   const PlanTensor& w = *p.tensor("writeIndices");
   ASSERT_TRUE(w.value_range.has_value());
   EXPECT_EQ(w.value_range->max, 5);
-  EXPECT_THAT(error_of([&] { backend::webgpu::encode_for_gpu(indices({5, 6}), w.storage, w.name, w.value_range); }, ErrorCode::Runtime),
+  EXPECT_THAT(error_of(
+                  [&] {
+                    backend::webgpu::encode_for_gpu(indices({5, 6}), w.storage, w.name, w.value_range);
+                  },
+                  ErrorCode::Runtime),
               HasSubstr("input 'writeIndices': element 1 is 6, outside [0, 5] (valueRange)"));
   Case circular = c;
   circular.mode = "circular";
@@ -321,7 +342,8 @@ TEST_F(TensorScatterPlans, RequestsOutsideTheOpAreRejected) {
   EXPECT_THAT(error_of([&] { plan(*ours_, r); }, ErrorCode::InvalidArgument),
               HasSubstr("attribute 'mode' = \"ring\" is not one of [\"linear\", \"circular\"]"));
   r = request_for({DType::Float64, wgml::testing::kScatterGeometries[0], "linear", false});
-  EXPECT_THAT(error_of([&] { plan(*seed_, r); }, ErrorCode::InvalidArgument), HasSubstr("T = float64 (from input 'past') is not allowed"));
+  EXPECT_THAT(error_of([&] { plan(*seed_, r); }, ErrorCode::InvalidArgument),
+              HasSubstr("T = float64 (from input 'past') is not allowed"));
   r = request_for({DType::Float32, {{2, 8, 4}, {2, 3, 5}, 1}, "linear", false});
   EXPECT_THAT(error_of([&] { plan(*ours_, r); }, ErrorCode::Unsupported), HasSubstr("when[3]"));
   r = request_for({DType::Float32, wgml::testing::kScatterGeometries[0], "linear", true});

@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <fstream>
-#include <optional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/elements.h"
 #include "frontend/load_model.h"
@@ -37,8 +37,7 @@ json manifest(const std::string& name) {
   return json::parse(in);
 }
 
-void expect_close(const wgml::Tensor& got, const wgml::Tensor& want, double rtol, double atol,
-                  const std::string& what) {
+void expect_close(const wgml::Tensor& got, const wgml::Tensor& want, double rtol, double atol, const std::string& what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   int reported = 0;
@@ -84,15 +83,15 @@ void expect_reproduces_torch(const std::string& name, wgml::Session& session) {
     std::vector<wgml::Value> inputs;
     for (size_t i = 0; i < m["inputs"].size(); ++i) {
       const auto dtype = wgml::dtype_from_name(m["inputs"][i]["dtype"].get<std::string>());
-      inputs.push_back(wgml::io::read_npy(
-          (dir / ("step" + std::to_string(step) + "_input_" + std::to_string(i) + ".npy")).string(), dtype));
+      inputs.push_back(
+          wgml::io::read_npy((dir / ("step" + std::to_string(step) + "_input_" + std::to_string(i) + ".npy")).string(), dtype));
     }
     const auto outputs = session.run(inputs);
     ASSERT_EQ(outputs.size(), m["outputs"].size());
     for (size_t j = 0; j < outputs.size(); ++j) {
       const auto dtype = wgml::dtype_from_name(m["outputs"][j]["dtype"].get<std::string>());
-      const auto want = wgml::io::read_npy(
-          (dir / ("step" + std::to_string(step) + "_expected_" + std::to_string(j) + ".npy")).string(), dtype);
+      const auto want =
+          wgml::io::read_npy((dir / ("step" + std::to_string(step) + "_expected_" + std::to_string(j) + ".npy")).string(), dtype);
       expect_close(std::get<wgml::Tensor>(outputs[j]), want, rtol, atol,
                    name + " step " + std::to_string(step) + " output " + std::to_string(j));
     }
@@ -174,7 +173,8 @@ TEST(PteFixtures, KvCacheDecodeLoopCompilesNothingAfterTwoSteps) {
     const auto got = gpu->run(inputs);
     const std::string what = "kv_cache decode step " + std::to_string(step);
     for (size_t j = 0; j < got.size(); ++j)
-      expect_close(std::get<wgml::Tensor>(got[j]), std::get<wgml::Tensor>(want[j]), 1e-5, 1e-5, what + " output " + std::to_string(j));
+      expect_close(std::get<wgml::Tensor>(got[j]), std::get<wgml::Tensor>(want[j]), 1e-5, 1e-5,
+                   what + " output " + std::to_string(j));
     const wgml::RunStats& stats = gpu->last_run_stats();
     if (step < 2) continue;
     EXPECT_EQ(stats.kernels_rendered, 0u) << what;

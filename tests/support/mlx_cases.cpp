@@ -21,7 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
@@ -64,8 +63,7 @@ wgml::Value decode_value(const json& v) {
 
 // The MLXGraph JSON compiled with flatbuffers' parser against the real schema, in a payload.
 wgml::io::ByteView payload_from_json(const json& graph) {
-  static const std::string schema =
-      read_text(fs::path(WGML_SOURCE_DIR) / "schema" / "mlx_delegate.fbs");
+  static const std::string schema = read_text(fs::path(WGML_SOURCE_DIR) / "schema" / "mlx_delegate.fbs");
   flatbuffers::Parser parser;
   if (!parser.Parse(schema.c_str()) || !parser.Parse(graph.dump().c_str()))
     throw std::runtime_error("flatbuffers parser: " + parser.error_);
@@ -76,10 +74,14 @@ wgml::io::ByteView payload_from_json(const json& graph) {
 
 double tolerance(wgml::DType t) {
   switch (t) {
-    case wgml::DType::Float32: return 1e-5;
-    case wgml::DType::Float16: return 1e-3;
-    case wgml::DType::BFloat16: return 1e-2;
-    default: return 0;
+    case wgml::DType::Float32:
+      return 1e-5;
+    case wgml::DType::Float16:
+      return 1e-3;
+    case wgml::DType::BFloat16:
+      return 1e-2;
+    default:
+      return 0;
   }
 }
 
@@ -96,13 +98,12 @@ void expect_tensor_close(const wgml::Tensor& got, const wgml::Tensor& want, cons
   const double tol = tolerance(want.dtype());
   int reported = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {
-    const bool ok = floating ? close(wgml::load_as_double(got.dtype(), got.data(), i),
-                                     wgml::load_as_double(want.dtype(), want.data(), i), tol)
-                             : wgml::load_as_int64(got.dtype(), got.data(), i) ==
-                                   wgml::load_as_int64(want.dtype(), want.data(), i);
+    const bool ok =
+        floating
+            ? close(wgml::load_as_double(got.dtype(), got.data(), i), wgml::load_as_double(want.dtype(), want.data(), i), tol)
+            : wgml::load_as_int64(got.dtype(), got.data(), i) == wgml::load_as_int64(want.dtype(), want.data(), i);
     if (!ok && reported++ < 4)
-      ADD_FAILURE() << what << ": element " << i << ": got "
-                    << wgml::load_as_double(got.dtype(), got.data(), i) << ", MLX "
+      ADD_FAILURE() << what << ": element " << i << ": got " << wgml::load_as_double(got.dtype(), got.data(), i) << ", MLX "
                     << wgml::load_as_double(want.dtype(), want.data(), i);
   }
 }
@@ -126,8 +127,8 @@ std::vector<std::vector<double>> rows_along(const wgml::Tensor& t, int axis) {
 // Partition and ArgPartition leave the order within each side free: the kth element must equal
 // MLX's, nothing before it may be greater and nothing after it smaller, and (for values) each row
 // must be a permutation of MLX's. ArgPartition's indices are read through the input.
-void expect_partitioned(const wgml::Tensor& got, const wgml::Tensor& want, const wgml::Tensor& input,
-                        int kth, int axis, const std::string& what) {
+void expect_partitioned(const wgml::Tensor& got, const wgml::Tensor& want, const wgml::Tensor& input, int kth, int axis,
+                        const std::string& what) {
   ASSERT_EQ(wgml::dtype_name(got.dtype()), wgml::dtype_name(want.dtype())) << what;
   ASSERT_EQ(got.shape(), want.shape()) << what;
   const bool indices = got.dtype() == wgml::DType::UInt32;
@@ -160,8 +161,8 @@ void expect_output(const wgml::Value& got, const json& want_json, const json& c,
   if (compare.rfind("partition:", 0) == 0) {
     int kth = 0, axis = 0;
     std::sscanf(compare.c_str(), "partition:%d:%d", &kth, &axis);
-    return expect_partitioned(std::get<wgml::Tensor>(got), std::get<wgml::Tensor>(want),
-                              std::get<wgml::Tensor>(first_input), kth, axis, what);
+    return expect_partitioned(std::get<wgml::Tensor>(got), std::get<wgml::Tensor>(want), std::get<wgml::Tensor>(first_input), kth,
+                              axis, what);
   }
   expect_tensor_close(std::get<wgml::Tensor>(got), std::get<wgml::Tensor>(want), what);
 }
@@ -193,9 +194,11 @@ std::vector<std::vector<Value>> run_mlx_case(const json& c, const runtime::Backe
     }
     if (expect_error) ADD_FAILURE() << name << ": expected an error mentioning '" << c["error"] << "'";
   } catch (const wgml::Error& e) {
-    if (!expect_error) ADD_FAILURE() << name << ": " << e.what();
-    else EXPECT_NE(std::string(e.what()).find(c["error"].get<std::string>()), std::string::npos)
-        << name << ": error '" << e.what() << "' does not mention '" << c["error"] << "'";
+    if (!expect_error)
+      ADD_FAILURE() << name << ": " << e.what();
+    else
+      EXPECT_NE(std::string(e.what()).find(c["error"].get<std::string>()), std::string::npos)
+          << name << ": error '" << e.what() << "' does not mention '" << c["error"] << "'";
   }
   return results;
 }
@@ -209,8 +212,10 @@ void expect_same_results(const std::vector<std::vector<Value>>& got, const std::
       const std::string where = what + " step " + std::to_string(s) + " output " + std::to_string(i);
       const auto* g = std::get_if<Tensor>(&got[s][i]);
       const auto* w = std::get_if<Tensor>(&want[s][i]);
-      if (g && w) expect_tensor_close(*g, *w, where);
-      else EXPECT_EQ(got[s][i].index(), want[s][i].index()) << where;
+      if (g && w)
+        expect_tensor_close(*g, *w, where);
+      else
+        EXPECT_EQ(got[s][i].index(), want[s][i].index()) << where;
     }
   }
 }

@@ -25,9 +25,7 @@ void put_u32(uint8_t* p, uint32_t v) {
 void put_u64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
-uint32_t get_u32(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
+uint32_t get_u32(const uint8_t* p) { return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24; }
 
 Bytes floats(std::initializer_list<float> values) {
   Bytes out(values.size() * sizeof(float));
@@ -39,9 +37,7 @@ Bytes floats(std::initializer_list<float> values) {
 
 // ---- MLXGraph pieces -------------------------------------------------------------------------
 
-std::unique_ptr<mx::SlotVariantT> tensor_slot(uint32_t idx) {
-  return value_slot(idx, mx::SlotType::TensorSlot);
-}
+std::unique_ptr<mx::SlotVariantT> tensor_slot(uint32_t idx) { return value_slot(idx, mx::SlotType::TensorSlot); }
 
 std::unique_ptr<mx::SlotVariantT> value_slot(uint32_t idx, mx::SlotType type) {
   auto s = std::make_unique<mx::SlotVariantT>();
@@ -80,17 +76,14 @@ std::unique_ptr<mx::InstructionT> add(uint32_t a, uint32_t b, uint32_t out) {
   return instruction(std::move(n));
 }
 
-uint32_t add_chain(mx::MLXGraphT& graph,
-                   std::vector<std::unique_ptr<mx::InstructionT>> instructions) {
+uint32_t add_chain(mx::MLXGraphT& graph, std::vector<std::unique_ptr<mx::InstructionT>> instructions) {
   auto c = std::make_unique<mx::InstructionChainT>();
   c->instructions = std::move(instructions);
   graph.instruction_chains.push_back(std::move(c));
   return static_cast<uint32_t>(graph.instruction_chains.size() - 1);
 }
 
-mx::InstructionChainT& chain(mx::MLXGraphT& graph, uint32_t index) {
-  return *graph.instruction_chains.at(index);
-}
+mx::InstructionChainT& chain(mx::MLXGraphT& graph, uint32_t index) { return *graph.instruction_chains.at(index); }
 
 // ---- the tiny valid program ------------------------------------------------------------------
 
@@ -212,12 +205,9 @@ Bytes payload_from_flatbuffer(const Bytes& flatbuffer) {
   return out;
 }
 
-Bytes build_payload(const mx::MLXGraphT& graph) {
-  return payload_from_flatbuffer(graph_flatbuffer(graph));
-}
+Bytes build_payload(const mx::MLXGraphT& graph) { return payload_from_flatbuffer(graph_flatbuffer(graph)); }
 
-Bytes build_pte(et::ProgramT program, const std::vector<Bytes>& segments,
-                const PteOptions& options) {
+Bytes build_pte(et::ProgramT program, const std::vector<Bytes>& segments, const PteOptions& options) {
   const uint64_t align = options.segment_alignment;
   program.segments.clear();
   uint64_t cursor = 0;
@@ -266,8 +256,7 @@ Bytes build_pte(et::ProgramT program, const std::vector<Bytes>& segments,
   return out;
 }
 
-Bytes build_mlx_pte(const Bytes& payload, const std::vector<NamedBlob>& named,
-                    const PteOptions& options) {
+Bytes build_mlx_pte(const Bytes& payload, const std::vector<NamedBlob>& named, const PteOptions& options) {
   et::ProgramT program;
   program.version = 0;
   auto plan = std::make_unique<et::ExecutionPlanT>();
@@ -303,9 +292,7 @@ Bytes build_safetensors(const std::vector<NamedBlob>& tensors) {
   nlohmann::json header = nlohmann::json::object();
   uint64_t offset = 0;
   for (const NamedBlob& t : tensors) {
-    header[t.key] = {{"dtype", t.dtype},
-                     {"shape", t.shape},
-                     {"data_offsets", {offset, offset + t.data.size()}}};
+    header[t.key] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
   std::string text = header.dump();
@@ -353,8 +340,7 @@ Bytes read_file(const std::string& path) {
   return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
-std::string write_payload_model(const TempDir& dir, const std::string& stem,
-                                const mx::MLXGraphT& graph,
+std::string write_payload_model(const TempDir& dir, const std::string& stem, const mx::MLXGraphT& graph,
                                 const std::vector<NamedBlob>& constants) {
   const std::string path = dir.file(stem + ".mlxg");
   write_file(path, build_payload(graph));
@@ -362,9 +348,8 @@ std::string write_payload_model(const TempDir& dir, const std::string& stem,
   return path;
 }
 
-std::string write_pte_model(const TempDir& dir, const std::string& stem,
-                            const mx::MLXGraphT& graph, const std::vector<NamedBlob>& constants,
-                            const PteOptions& options) {
+std::string write_pte_model(const TempDir& dir, const std::string& stem, const mx::MLXGraphT& graph,
+                            const std::vector<NamedBlob>& constants, const PteOptions& options) {
   const std::string path = dir.file(stem + ".pte");
   write_file(path, build_mlx_pte(build_payload(graph), constants, options));
   return path;

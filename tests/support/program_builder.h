@@ -28,8 +28,7 @@ inline constexpr int8_t kScalarDouble = 7;  // ExecuTorch ScalarType::Double (un
 
 std::unique_ptr<mlx_delegate::SlotVariantT> tensor_slot(uint32_t idx);
 std::unique_ptr<mlx_delegate::SlotVariantT> value_slot(uint32_t idx, mlx_delegate::SlotType type);
-std::unique_ptr<mlx_delegate::TensorMetaT> tensor_meta(int8_t scalar_type,
-                                                       const std::vector<int32_t>& dims);
+std::unique_ptr<mlx_delegate::TensorMetaT> tensor_meta(int8_t scalar_type, const std::vector<int32_t>& dims);
 std::unique_ptr<mlx_delegate::NamedSlotT> named_tensor(const std::string& name, uint32_t tid);
 std::unique_ptr<mlx_delegate::Tid> tid(uint32_t idx);
 std::unique_ptr<mlx_delegate::Vid> vid(uint32_t idx);
@@ -44,8 +43,7 @@ std::unique_ptr<mlx_delegate::InstructionT> instruction(NodeT node) {
 std::unique_ptr<mlx_delegate::InstructionT> add(uint32_t a, uint32_t b, uint32_t out);
 
 // Appends a chain and returns its index.
-uint32_t add_chain(mlx_delegate::MLXGraphT& graph,
-                   std::vector<std::unique_ptr<mlx_delegate::InstructionT>> instructions);
+uint32_t add_chain(mlx_delegate::MLXGraphT& graph, std::vector<std::unique_ptr<mlx_delegate::InstructionT>> instructions);
 mlx_delegate::InstructionChainT& chain(mlx_delegate::MLXGraphT& graph, uint32_t index);
 
 // ---- the tiny valid program ------------------------------------------------------------------
@@ -92,13 +90,11 @@ struct PteOptions {
 // Serializes `program` with its `segments`: program.segments is (re)filled with each segment's
 // offset (relative to segment_base_offset) and size, in order. Without an extended header the
 // segments are dropped (such a file can only use inline data).
-Bytes build_pte(executorch_flatbuffer::ProgramT program, const std::vector<Bytes>& segments,
-                const PteOptions& options = {});
+Bytes build_pte(executorch_flatbuffer::ProgramT program, const std::vector<Bytes>& segments, const PteOptions& options = {});
 
 // A .pte whose plan `forward` has one delegate carrying `payload`, and `named` as named data
 // (one segment each, after the delegate's segment).
-Bytes build_mlx_pte(const Bytes& payload, const std::vector<NamedBlob>& named,
-                    const PteOptions& options = {});
+Bytes build_mlx_pte(const Bytes& payload, const std::vector<NamedBlob>& named, const PteOptions& options = {});
 
 Bytes build_safetensors(const std::vector<NamedBlob>& tensors);
 
@@ -126,13 +122,10 @@ Bytes read_file(const std::string& path);
 
 // Writes <dir>/<stem>.mlxg and, when `constants` is not empty, <dir>/<stem>.safetensors.
 // Returns the .mlxg path.
-std::string write_payload_model(const TempDir& dir, const std::string& stem,
-                                const mlx_delegate::MLXGraphT& graph,
+std::string write_payload_model(const TempDir& dir, const std::string& stem, const mlx_delegate::MLXGraphT& graph,
                                 const std::vector<NamedBlob>& constants);
 // Writes <dir>/<stem>.pte and returns its path.
-std::string write_pte_model(const TempDir& dir, const std::string& stem,
-                            const mlx_delegate::MLXGraphT& graph,
-                            const std::vector<NamedBlob>& constants,
-                            const PteOptions& options = {});
+std::string write_pte_model(const TempDir& dir, const std::string& stem, const mlx_delegate::MLXGraphT& graph,
+                            const std::vector<NamedBlob>& constants, const PteOptions& options = {});
 
 }  // namespace wgml::testing

@@ -16,7 +16,7 @@ struct ScatterGeometry {
 
 inline const ScatterGeometry kScatterGeometries[] = {
     {{2, 8, 4}, {2, 3, 4}, 1},        {{3, 5, 7}, {3, 2, 7}, -2}, {{2, 3, 6, 5}, {2, 3, 1, 5}, 2},
-    {{2, 3, 6, 5}, {2, 3, 6, 2}, -1}, {{2, 5}, {2, 3}, 1},       {{1, 2, 7, 3}, {1, 1, 7, 3}, 1},
+    {{2, 3, 6, 5}, {2, 3, 6, 2}, -1}, {{2, 5}, {2, 3}, 1},        {{1, 2, 7, 3}, {1, 1, 7, 3}, 1},
 };
 
 inline const DType kScatterTypes[] = {DType::Float32, DType::Float16, DType::Int32, DType::Int16,

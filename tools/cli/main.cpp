@@ -12,8 +12,8 @@
 #include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"
 #include "gpu/gpu_error.h"
-#include "runtime/executor.h"
 #include "io/npy.h"
+#include "runtime/executor.h"
 #include "spec_command.h"
 #include "wgml/error.h"
 #include "wgml/session.h"
@@ -23,8 +23,10 @@ namespace {
 int inspect(const std::string& path, bool json) {
   const auto model = wgml::frontend::load_model(path);
   const auto summary = wgml::frontend::summarize(model);
-  if (json) std::cout << wgml::frontend::to_json(summary).dump(2) << "\n";
-  else std::cout << wgml::frontend::to_text(summary);
+  if (json)
+    std::cout << wgml::frontend::to_json(summary).dump(2) << "\n";
+  else
+    std::cout << wgml::frontend::to_text(summary);
   return 0;
 }
 
@@ -55,8 +57,8 @@ wgml::SessionOptions session_options(const RunArgs& args) {
 // The per-op profile as a table on stderr, slowest first.
 void print_profile(wgml::Session& session, const std::string& trace_path) {
   const std::vector<wgml::OpProfile> ops = session.profile(trace_path);
-  std::fprintf(stderr, "profile (%s)\n%-32s %-7s %7s %11s  %s\n", session.device_description().c_str(), "op", "device",
-               "calls", "total ms", "note");
+  std::fprintf(stderr, "profile (%s)\n%-32s %-7s %7s %11s  %s\n", session.device_description().c_str(), "op", "device", "calls",
+               "total ms", "note");
   for (const wgml::OpProfile& p : ops)
     std::fprintf(stderr, "%-32s %-7s %7llu %11.3f  %s\n", p.op.c_str(), p.device.c_str(),
                  static_cast<unsigned long long>(p.calls), p.total_ms, p.note.c_str());
@@ -68,8 +70,7 @@ void print_profile(wgml::Session& session, const std::string& trace_path) {
 
 // .npy, or a serialized ONNX TensorProto (.pb, the ONNX backend tests' format).
 wgml::Tensor read_tensor(const std::string& path, wgml::DType expected) {
-  if (std::filesystem::path(path).extension() == ".pb")
-    return wgml::frontend::onnx::read_tensor_file(path);
+  if (std::filesystem::path(path).extension() == ".pb") return wgml::frontend::onnx::read_tensor_file(path);
   return wgml::io::read_npy(path, expected);
 }
 
@@ -93,15 +94,19 @@ std::vector<wgml::Value> load_inputs(const wgml::Session& session, const std::ve
         throw wgml::Error(wgml::ErrorCode::InvalidArgument, "--input " + spec + ": the model has no input named '" + name + "'");
     }
     if (index >= infos.size())
-      throw wgml::Error(wgml::ErrorCode::InvalidArgument, "--input " + spec + ": the model has only " + std::to_string(infos.size()) + " inputs");
+      throw wgml::Error(wgml::ErrorCode::InvalidArgument,
+                        "--input " + spec + ": the model has only " + std::to_string(infos.size()) + " inputs");
     const wgml::Tensor t = read_tensor(path, infos[index].dtype);
-    if (infos[index].kind == "tensor") values[index] = t;
-    else values[index] = static_cast<int64_t>(t.numel() == 1 ? t.data_as<int64_t>()[0] : 0);
+    if (infos[index].kind == "tensor")
+      values[index] = t;
+    else
+      values[index] = static_cast<int64_t>(t.numel() == 1 ? t.data_as<int64_t>()[0] : 0);
     bound[index] = true;
     next = index + 1;
   }
   for (size_t i = 0; i < infos.size(); ++i)
-    if (!bound[i]) throw wgml::Error(wgml::ErrorCode::InvalidArgument, "input '" + infos[i].name + "' was not given (--input NAME=FILE.npy)");
+    if (!bound[i])
+      throw wgml::Error(wgml::ErrorCode::InvalidArgument, "input '" + infos[i].name + "' was not given (--input NAME=FILE.npy)");
   return values;
 }
 
@@ -169,14 +174,14 @@ int list_ops(bool json) {
     const bool on_cpu = cpu.kernels().find(id) || native;
     const std::string op(wgml::backend::webgpu::spec_op_name(wgml::ir::kNodeNames[id]));
     const wgml::kernel::KernelSpec* spec = engine.find("mlx", op);
-    const char* webgpu = spec && spec->view                   ? "view"
-                         : spec                                ? "kernel"
-                         : native                              ? "executor"
-                         : decompositions.count({"mlx", op})   ? "decomposed"
-                         : on_cpu                              ? "cpu fallback"
-                                                               : "no";
-    ops.push_back({{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id},
-                   {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
+    const char* webgpu = spec && spec->view                  ? "view"
+                         : spec                              ? "kernel"
+                         : native                            ? "executor"
+                         : decompositions.count({"mlx", op}) ? "decomposed"
+                         : on_cpu                            ? "cpu fallback"
+                                                             : "no";
+    ops.push_back(
+        {{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id}, {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
   }
   for (const auto& [key, kernel] : cpu.kernels().onnx_kernels()) {
     const char* webgpu = engine.find(key.first, key.second) ? "kernel" : "cpu fallback";
@@ -187,8 +192,8 @@ int list_ops(bool json) {
     return 0;
   }
   for (const auto& op : ops)
-    std::cout << op["domain"].get<std::string>() << "\t" << op["op"].get<std::string>() << "\tcpu: "
-              << (op["support"]["cpu"].get<bool>() ? "yes" : "no")
+    std::cout << op["domain"].get<std::string>() << "\t" << op["op"].get<std::string>()
+              << "\tcpu: " << (op["support"]["cpu"].get<bool>() ? "yes" : "no")
               << "\twebgpu: " << op["support"]["webgpu"].get<std::string>() << "\n";
   return 0;
 }
@@ -208,17 +213,19 @@ int main(int argc, char** argv) {
   RunArgs run_args;
   auto* run_cmd = app.add_subcommand("run", "Run a model on inputs given as .npy or ONNX TensorProto .pb files");
   run_cmd->add_option("file", run_args.path, "Model file (.pte, .mlxg, .onnx)")->required();
-  run_cmd->add_option("--device", run_args.device,
-                      "webgpu (GPU kernels, the rest on the CPU), cpu (the reference), or auto: webgpu where "
-                      "the machine has a WebGPU device (a GPU, else lavapipe), else cpu")
-      ->check(CLI::IsMember({"auto", "cpu", "webgpu"}))->capture_default_str();
+  run_cmd
+      ->add_option("--device", run_args.device,
+                   "webgpu (GPU kernels, the rest on the CPU), cpu (the reference), or auto: webgpu where "
+                   "the machine has a WebGPU device (a GPU, else lavapipe), else cpu")
+      ->check(CLI::IsMember({"auto", "cpu", "webgpu"}))
+      ->capture_default_str();
   run_cmd->add_option("--adapter", run_args.adapter, "webgpu: adapter index or part of its name (default: the best)");
   run_cmd->add_option("--tunable", run_args.tunables, "webgpu: override a kernel tunable, Op.NAME=VALUE (repeatable)");
   run_cmd->add_option("--tunables-file", run_args.tunables_file, "webgpu: per-adapter tunables JSON");
-  auto* profile_option = run_cmd->add_option(
-      "--profile", run_args.trace_path,
-      "webgpu: print GPU time per kernel and the nodes run on the CPU; with a file name, also write a "
-      "Chrome/Perfetto trace there (one slice per kernel and per pass)");
+  auto* profile_option =
+      run_cmd->add_option("--profile", run_args.trace_path,
+                          "webgpu: print GPU time per kernel and the nodes run on the CPU; with a file name, also write a "
+                          "Chrome/Perfetto trace there (one slice per kernel and per pass)");
   profile_option->expected(0, 1);
   run_cmd->add_option("--input", run_args.inputs, "NAME=PATH (.npy or .pb), or PATH in input order");
   run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy here");

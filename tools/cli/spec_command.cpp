@@ -58,7 +58,6 @@ kernel::Value parse_attribute(const std::string& text) {
   return convert(json);
 }
 
-
 std::string hex(const std::vector<uint8_t>& bytes) {
   std::string text;
   char byte[4];
@@ -90,10 +89,13 @@ void print_pass_spec(const kernel::PassSpec& p) {
     if (!b.element_type.empty()) std::cout << ":" << b.element_type;
   }
   std::cout << "\n      dispatch: ";
-  if (p.workgroups) std::cout << "workgroups " << p.workgroups->text() << " (folded)";
-  else std::cout << "x " << p.x->text() << "; y " << p.y->text() << "; z " << p.z->text();
+  if (p.workgroups)
+    std::cout << "workgroups " << p.workgroups->text() << " (folded)";
+  else
+    std::cout << "x " << p.x->text() << "; y " << p.y->text() << "; z " << p.z->text();
   std::cout << "\n";
-  for (const auto& a : p.view_alias) std::cout << "      viewAlias: " << a.input << " -> " << a.output << " (skipped when they share a buffer)\n";
+  for (const auto& a : p.view_alias)
+    std::cout << "      viewAlias: " << a.input << " -> " << a.output << " (skipped when they share a buffer)\n";
 }
 
 }  // namespace
@@ -176,7 +178,8 @@ void SpecCommands::print_spec(const kernel::KernelSpec& spec) const {
 int SpecCommands::render() const {
   kernel::Engine engine(templates_);
   const auto specs = load(engine);
-  if (specs.size() != 1) bad_argument("--op", op_, "the op to render: " + file_ + " is a family of " + std::to_string(specs.size()));
+  if (specs.size() != 1)
+    bad_argument("--op", op_, "the op to render: " + file_ + " is a family of " + std::to_string(specs.size()));
   const auto& s = specs.front();
   std::map<std::string, DType> dtypes;
   for (const auto& setting : dtypes_) {
@@ -190,7 +193,9 @@ int SpecCommands::render() const {
     const auto [name, value] = split_setting("--shapes", setting);
     const kernel::TensorSpec* t = s->input(name);
     if (!t) bad_argument("--shapes", setting, "the name of an input of " + s->name);
-    const auto dtype = dtypes.count(name) ? dtypes.at(name) : dtypes.count(t->dtype) ? dtypes.at(t->dtype) : dtype_from_name(t->dtype);
+    const auto dtype = dtypes.count(name)       ? dtypes.at(name)
+                       : dtypes.count(t->dtype) ? dtypes.at(t->dtype)
+                                                : dtype_from_name(t->dtype);
     if (!dtype) bad_argument("--shapes", setting, "a dtype for it: --dtypes " + t->dtype + "=DTYPE or " + name + "=DTYPE");
     request.inputs[name] = {*dtype, parse_shape(setting, value)};
   }
@@ -209,20 +214,22 @@ int SpecCommands::render() const {
   const kernel::KernelPlan plan = engine.plan(*s, request, device, tunables);
   std::cout << "op: " << plan.op << "\nvariant: " << plan.variant << "\ntensors:\n";
   for (const auto& t : plan.tensors) {
-    std::cout << "  " << t.name << ": " << (t.is_output ? "output " : "input ") << dtype_name(t.dtype) << " " << kernel::Value::int_list(t.shape).to_text()
-              << ", stored as " << t.storage.scalar << " (" << kernel::storage_kind_name(t.storage.kind) << "), " << t.gpu_bytes << " bytes";
+    std::cout << "  " << t.name << ": " << (t.is_output ? "output " : "input ") << dtype_name(t.dtype) << " "
+              << kernel::Value::int_list(t.shape).to_text() << ", stored as " << t.storage.scalar << " ("
+              << kernel::storage_kind_name(t.storage.kind) << "), " << t.gpu_bytes << " bytes";
     if (t.value_range) std::cout << ", valueRange [" << t.value_range->min << ", " << t.value_range->max << "]";
     if (!t.alias_of.empty()) std::cout << ", shares the buffer of " << t.alias_of;
     std::cout << "\n";
   }
   for (const auto& id : plan.skipped_passes) std::cout << "skipped pass: " << id << " (its output shares its input's buffer)\n";
   for (const auto& p : plan.passes) {
-    std::cout << "\npass " << p.id << " (" << p.name << ") from " << p.shader << ", entry point " << p.entry_point << "\n  derived:";
+    std::cout << "\npass " << p.id << " (" << p.name << ") from " << p.shader << ", entry point " << p.entry_point
+              << "\n  derived:";
     for (const auto& [name, value] : p.derived) std::cout << " " << name << "=" << value.repr();
     std::cout << "\n  bindings:\n";
     for (const auto& b : p.bindings)
-      std::cout << "    @binding(" << b.index << ") " << b.name << ": " << b.element_type << ", " << kernel::binding_access_name(b.access)
-                << (b.tensor.empty() ? "" : " (" + b.tensor + ")") << "\n";
+      std::cout << "    @binding(" << b.index << ") " << b.name << ": " << b.element_type << ", "
+                << kernel::binding_access_name(b.access) << (b.tensor.empty() ? "" : " (" + b.tensor + ")") << "\n";
     if (!p.params.empty()) std::cout << "  params (" << p.params.size() << " bytes): " << hex(p.params) << "\n";
     std::cout << "  dispatch: " << p.dispatch[0] << " x " << p.dispatch[1] << " x " << p.dispatch[2] << "\n  wgsl:\n" << *p.wgsl;
   }

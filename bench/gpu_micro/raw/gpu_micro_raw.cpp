@@ -9,7 +9,8 @@
 //   Dawn (npm bun-webgpu-linux-x64, declarations from bench/gpu_micro/raw/dawn_subset.h):
 //     g++ -O2 -std=c++20 -DWGML_IMPL_DAWN -Ibench/gpu_micro/raw -o gpu_micro_dawn bench/gpu_micro/raw/gpu_micro_raw.cpp -ldl
 //   wgpu-native (PyPI wgpu, declarations from the headers in its wheel):
-//     g++ -O2 -std=c++20 -DWGML_IMPL_WGPU -I.cache/webgpu/wgpu-native-py0.32.0/wgpu/resources -o gpu_micro_wgpu bench/gpu_micro/raw/gpu_micro_raw.cpp -ldl
+//     g++ -O2 -std=c++20 -DWGML_IMPL_WGPU -I.cache/webgpu/wgpu-native-py0.32.0/wgpu/resources -o gpu_micro_wgpu
+//     bench/gpu_micro/raw/gpu_micro_raw.cpp -ldl
 //
 // Run:
 //   gpu_micro_dawn --lib .cache/webgpu/dawn-0.1.7/package/libwebgpu_wrapper.so [options]
@@ -58,23 +59,20 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Function table: every entry point is resolved from the loaded library by name.
 // ---------------------------------------------------------------------------------------
-#define WGML_COMMON_FUNCS(X)                                                              \
-  X(CreateInstance) X(InstanceRequestAdapter) X(InstanceWaitAny) X(InstanceProcessEvents)  \
-  X(InstanceRelease) X(AdapterGetInfo) X(AdapterInfoFreeMembers) X(AdapterGetLimits)       \
-  X(AdapterGetFeatures) X(AdapterHasFeature) X(SupportedFeaturesFreeMembers)               \
-  X(AdapterRequestDevice) X(AdapterRelease) X(DeviceGetQueue) X(DeviceCreateBuffer)        \
-  X(DeviceCreateShaderModule) X(DeviceCreateComputePipeline)                               \
-  X(ComputePipelineGetBindGroupLayout) X(DeviceCreateBindGroup)                            \
-  X(DeviceCreateCommandEncoder) X(DeviceDestroy) X(DeviceRelease)                          \
-  X(CommandEncoderBeginComputePass) X(CommandEncoderCopyBufferToBuffer)                    \
-  X(CommandEncoderFinish) X(CommandEncoderRelease) X(CommandBufferRelease)                 \
-  X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)                       \
-  X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd)                         \
-  X(ComputePassEncoderRelease) X(QueueSubmit) X(QueueWriteBuffer)                          \
-  X(QueueOnSubmittedWorkDone) X(QueueRelease) X(BufferMapAsync)                            \
-  X(BufferGetConstMappedRange) X(BufferUnmap) X(BufferDestroy) X(BufferRelease)            \
-  X(ShaderModuleRelease) X(ComputePipelineRelease) X(BindGroupRelease)                     \
-  X(BindGroupLayoutRelease)
+#define WGML_COMMON_FUNCS(X)                                                                                                    \
+  X(CreateInstance)                                                                                                             \
+  X(InstanceRequestAdapter) X(InstanceWaitAny) X(InstanceProcessEvents) X(InstanceRelease) X(AdapterGetInfo)                    \
+      X(AdapterInfoFreeMembers) X(AdapterGetLimits) X(AdapterGetFeatures) X(AdapterHasFeature) X(SupportedFeaturesFreeMembers)  \
+          X(AdapterRequestDevice) X(AdapterRelease) X(DeviceGetQueue) X(DeviceCreateBuffer) X(DeviceCreateShaderModule)         \
+              X(DeviceCreateComputePipeline) X(ComputePipelineGetBindGroupLayout) X(DeviceCreateBindGroup)                      \
+                  X(DeviceCreateCommandEncoder) X(DeviceDestroy) X(DeviceRelease) X(CommandEncoderBeginComputePass)             \
+                      X(CommandEncoderCopyBufferToBuffer) X(CommandEncoderFinish) X(CommandEncoderRelease)                      \
+                          X(CommandBufferRelease) X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)            \
+                              X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd) X(ComputePassEncoderRelease)     \
+                                  X(QueueSubmit) X(QueueWriteBuffer) X(QueueOnSubmittedWorkDone) X(QueueRelease)                \
+                                      X(BufferMapAsync) X(BufferGetConstMappedRange) X(BufferUnmap) X(BufferDestroy)            \
+                                          X(BufferRelease) X(ShaderModuleRelease) X(ComputePipelineRelease) X(BindGroupRelease) \
+                                              X(BindGroupLayoutRelease)
 
 #if defined(WGML_IMPL_WGPU)
 #define WGML_IMPL_FUNCS(X) X(DevicePoll) X(GetVersion)
@@ -149,8 +147,7 @@ void wait_future(WGPUFuture f, const bool& done, const char* what) {
   WGPUFutureWaitInfo info{f, 0};
   WGPUWaitStatus st = g.InstanceWaitAny(g_instance, 1, &info, UINT64_MAX);
   if (st != WGPUWaitStatus_Success || !done)
-    die("waiting for %s failed (wait status %d, completed %d, callback seen %d)", what, int(st),
-        int(info.completed), int(done));
+    die("waiting for %s failed (wait status %d, completed %d, callback seen %d)", what, int(st), int(info.completed), int(done));
 #else
   (void)f;
   const double deadline = now_s() + 300.0;
@@ -193,29 +190,45 @@ struct Setup {
 
 const char* backend_name(WGPUBackendType b) {
   switch (b) {
-    case WGPUBackendType_Null: return "Null";
-    case WGPUBackendType_WebGPU: return "WebGPU";
-    case WGPUBackendType_D3D11: return "D3D11";
-    case WGPUBackendType_D3D12: return "D3D12";
-    case WGPUBackendType_Metal: return "Metal";
-    case WGPUBackendType_Vulkan: return "Vulkan";
-    case WGPUBackendType_OpenGL: return "OpenGL";
-    case WGPUBackendType_OpenGLES: return "OpenGLES";
-    default: return "Undefined";
+    case WGPUBackendType_Null:
+      return "Null";
+    case WGPUBackendType_WebGPU:
+      return "WebGPU";
+    case WGPUBackendType_D3D11:
+      return "D3D11";
+    case WGPUBackendType_D3D12:
+      return "D3D12";
+    case WGPUBackendType_Metal:
+      return "Metal";
+    case WGPUBackendType_Vulkan:
+      return "Vulkan";
+    case WGPUBackendType_OpenGL:
+      return "OpenGL";
+    case WGPUBackendType_OpenGLES:
+      return "OpenGLES";
+    default:
+      return "Undefined";
   }
 }
 
 const char* adapter_type_name(WGPUAdapterType t) {
   switch (t) {
-    case WGPUAdapterType_DiscreteGPU: return "DiscreteGPU";
-    case WGPUAdapterType_IntegratedGPU: return "IntegratedGPU";
-    case WGPUAdapterType_CPU: return "CPU";
-    default: return "Unknown";
+    case WGPUAdapterType_DiscreteGPU:
+      return "DiscreteGPU";
+    case WGPUAdapterType_IntegratedGPU:
+      return "IntegratedGPU";
+    case WGPUAdapterType_CPU:
+      return "CPU";
+    default:
+      return "Unknown";
   }
 }
 
 // Feature ids this program knows by name (values differ between the two headers).
-struct NamedFeature { uint32_t id; const char* name; };
+struct NamedFeature {
+  uint32_t id;
+  const char* name;
+};
 const NamedFeature kNamedFeatures[] = {
     {uint32_t(WGPUFeatureName_TimestampQuery), "timestamp-query"},
     {uint32_t(WGPUFeatureName_ShaderF16), "shader-f16"},
@@ -225,8 +238,7 @@ const NamedFeature kNamedFeatures[] = {
     {uint32_t(WGPUFeatureName_ChromiumExperimentalTimestampQueryInsidePasses),
      "chromium-experimental-timestamp-query-inside-passes"},
     {uint32_t(WGPUFeatureName_SubgroupsF16), "subgroups-f16"},
-    {uint32_t(WGPUFeatureName_ChromiumExperimentalSubgroupMatrix),
-     "chromium-experimental-subgroup-matrix"},
+    {uint32_t(WGPUFeatureName_ChromiumExperimentalSubgroupMatrix), "chromium-experimental-subgroup-matrix"},
 #else
     {uint32_t(WGPUNativeFeature_Subgroup), "native:subgroup"},
     {uint32_t(WGPUNativeFeature_SubgroupBarrier), "native:subgroup-barrier"},
@@ -258,26 +270,20 @@ uint32_t subgroup_matrix_feature_id() {
 #endif
 }
 
-void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
-                void* ud1, void* ud2) {
-  if (status != WGPURequestAdapterStatus_Success)
-    die("requestAdapter failed (status %d): %s", int(status), str(message).c_str());
+void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message, void* ud1, void* ud2) {
+  if (status != WGPURequestAdapterStatus_Success) die("requestAdapter failed (status %d): %s", int(status), str(message).c_str());
   *static_cast<WGPUAdapter*>(ud1) = adapter;
   *static_cast<bool*>(ud2) = true;
 }
 
-void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message,
-               void* ud1, void* ud2) {
-  if (status != WGPURequestDeviceStatus_Success)
-    die("requestDevice failed (status %d): %s", int(status), str(message).c_str());
+void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void* ud1, void* ud2) {
+  if (status != WGPURequestDeviceStatus_Success) die("requestDevice failed (status %d): %s", int(status), str(message).c_str());
   *static_cast<WGPUDevice*>(ud1) = device;
   *static_cast<bool*>(ud2) = true;
 }
 
-void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message,
-                    void*, void*) {
-  if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled)
-    return;
+void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringView message, void*, void*) {
+  if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
   std::fprintf(stderr, "gpu_micro: device lost (reason %d): %s\n", int(reason), str(message).c_str());
 }
 
@@ -327,8 +333,8 @@ Setup setup() {
   s.subgroup_max = info.subgroupMaxSize;
   g.AdapterInfoFreeMembers(info);
   if (s.backend == WGPUBackendType_Null || s.backend == WGPUBackendType_Undefined)
-    die("adapter '%s' has backend %s: no real device (is a Vulkan driver installed?)",
-        s.device_name.c_str(), backend_name(s.backend));
+    die("adapter '%s' has backend %s: no real device (is a Vulkan driver installed?)", s.device_name.c_str(),
+        backend_name(s.backend));
 
   if (g.AdapterGetLimits(s.adapter, &s.limits) != WGPUStatus_Success) die("wgpuAdapterGetLimits failed");
   WGPUSupportedFeatures sf{};
@@ -395,7 +401,10 @@ WGPUComputePipeline make_pipeline(const Setup& s, const char* wgsl, const char* 
   return p;
 }
 
-struct Binding { WGPUBuffer buffer; uint64_t size; };
+struct Binding {
+  WGPUBuffer buffer;
+  uint64_t size;
+};
 
 WGPUBindGroup make_bind_group(const Setup& s, WGPUComputePipeline p, std::vector<Binding> bs) {
   std::vector<WGPUBindGroupEntry> es(bs.size());
@@ -445,7 +454,9 @@ std::vector<uint8_t> read_back(const Setup& s, WGPUBuffer src, uint64_t offset, 
 }
 
 // One timed batch: encode (record) on the CPU, then submit and wait for the queue.
-struct BatchTime { double encode_s, gpu_s; };
+struct BatchTime {
+  double encode_s, gpu_s;
+};
 
 template <class Record>
 BatchTime run_batch(const Setup& s, Record record) {
@@ -593,8 +604,8 @@ CopyResult measure_copy(const Setup& s, const Options& o) {
   const bool tail_ok = std::memcmp(t.data(), tail.data(), probe) == 0;
   r.verified = head_ok && tail_ok;
   if (!r.verified)
-    std::fprintf(stderr, "gpu_micro: copy of %" PRIu64 " bytes wrong: first 64 KiB %s, last 64 KiB %s\n",
-                 n, head_ok ? "ok" : "WRONG", tail_ok ? "ok" : "WRONG");
+    std::fprintf(stderr, "gpu_micro: copy of %" PRIu64 " bytes wrong: first 64 KiB %s, last 64 KiB %s\n", n,
+                 head_ok ? "ok" : "WRONG", tail_ok ? "ok" : "WRONG");
   g.BindGroupRelease(bg);
   g.ComputePipelineRelease(p);
   g.BufferDestroy(src);
@@ -611,8 +622,7 @@ struct DispatchResult {
 
 DispatchResult measure_dispatch(const Setup& s, const Options& o) {
   DispatchResult r;
-  WGPUBuffer buf = make_buffer(s, 256, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc |
-                                           WGPUBufferUsage_CopyDst, "counter");
+  WGPUBuffer buf = make_buffer(s, 256, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, "counter");
   WGPUComputePipeline p = make_pipeline(s, kTinyWgsl, "tiny");
   WGPUBindGroup bg = make_bind_group(s, p, {{buf, 256}});
   const uint32_t n = o.dispatches;
@@ -645,8 +655,7 @@ DispatchResult measure_dispatch(const Setup& s, const Options& o) {
   uint32_t count;
   std::memcpy(&count, v.data(), 4);
   r.verified = uint64_t(count) == batches * n;
-  if (!r.verified)
-    std::fprintf(stderr, "gpu_micro: dispatch counter %u, expected %" PRIu64 "\n", count, batches * n);
+  if (!r.verified) std::fprintf(stderr, "gpu_micro: dispatch counter %u, expected %" PRIu64 "\n", count, batches * n);
   g.BindGroupRelease(bg);
   g.ComputePipelineRelease(p);
   g.BufferDestroy(buf);
@@ -722,9 +731,15 @@ const char* check_f16(const Setup& s) {
 std::string json_str(const std::string& s) {
   std::string o = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') { o += '\\'; o += c; }
-    else if (uint8_t(c) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); o += b; }
-    else o += c;
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (uint8_t(c) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else
+      o += c;
   }
   return o + "\"";
 }
@@ -742,22 +757,29 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) die("%s needs a value", a.c_str());
       return argv[++i];
     };
-    if (a == "--lib") o.lib = next();
-    else if (a == "--copy-mib") o.copy_mib = std::strtoull(next(), nullptr, 0);
-    else if (a == "--copy-reps") o.copy_reps = parse_u32(next());
-    else if (a == "--runs") o.runs = parse_u32(next());
-    else if (a == "--dispatches") o.dispatches = parse_u32(next());
-    else if (a == "--fma-workgroups") o.fma_workgroups = parse_u32(next());
-    else if (a == "--fma-iters") o.fma_iters = parse_u32(next());
-    else die("unknown argument %s (see the comment at the top of gpu_micro_raw.cpp)", a.c_str());
+    if (a == "--lib")
+      o.lib = next();
+    else if (a == "--copy-mib")
+      o.copy_mib = std::strtoull(next(), nullptr, 0);
+    else if (a == "--copy-reps")
+      o.copy_reps = parse_u32(next());
+    else if (a == "--runs")
+      o.runs = parse_u32(next());
+    else if (a == "--dispatches")
+      o.dispatches = parse_u32(next());
+    else if (a == "--fma-workgroups")
+      o.fma_workgroups = parse_u32(next());
+    else if (a == "--fma-iters")
+      o.fma_iters = parse_u32(next());
+    else
+      die("unknown argument %s (see the comment at the top of gpu_micro_raw.cpp)", a.c_str());
   }
   if (!o.lib) die("give the webgpu library with --lib PATH or WGML_WEBGPU_LIBRARY");
   if (o.runs == 0 || o.copy_reps == 0 || o.dispatches == 0) die("counts must be positive");
 
   load_library(o.lib);
   Setup s = setup();
-  std::fprintf(stderr, "gpu_micro: %s on '%s' (%s)\n", kImplName, s.device_name.c_str(),
-               backend_name(s.backend));
+  std::fprintf(stderr, "gpu_micro: %s on '%s' (%s)\n", kImplName, s.device_name.c_str(), backend_name(s.backend));
 
   const char* f16 = check_f16(s);
   CopyResult copy = measure_copy(s, o);
@@ -781,8 +803,10 @@ int main(int argc, char** argv) {
     for (const auto& nf : kNamedFeatures)
       if (nf.id == uint32_t(f)) name = nf.name;
     char b[96];
-    if (name) std::snprintf(b, sizeof b, "%s\"%s\"", feats.empty() ? "" : ", ", name);
-    else std::snprintf(b, sizeof b, "%s\"0x%08x\"", feats.empty() ? "" : ", ", uint32_t(f));
+    if (name)
+      std::snprintf(b, sizeof b, "%s\"%s\"", feats.empty() ? "" : ", ", name);
+    else
+      std::snprintf(b, sizeof b, "%s\"0x%08x\"", feats.empty() ? "" : ", ", uint32_t(f));
     feats += b;
   }
   const uint32_t sgm = subgroup_matrix_feature_id();
@@ -798,48 +822,49 @@ int main(int argc, char** argv) {
   std::printf("  \"implementation\": \"%s\",\n", kImplName);
   std::printf("  \"implementation_version\": %s,\n", json_str(impl_version).c_str());
   std::printf("  \"library\": %s,\n", json_str(o.lib).c_str());
-  std::printf("  \"adapter\": {\"device\": %s, \"vendor\": %s, \"architecture\": %s, "
-              "\"description\": %s, \"backend\": \"%s\", \"adapter_type\": \"%s\", "
-              "\"vendor_id\": %u, \"device_id\": %u, \"subgroup_min_size\": %u, "
-              "\"subgroup_max_size\": %u},\n",
-              json_str(s.device_name).c_str(), json_str(s.vendor).c_str(),
-              json_str(s.architecture).c_str(), json_str(s.description).c_str(),
-              backend_name(s.backend), adapter_type_name(s.adapter_type), s.vendor_id,
-              s.device_id, s.subgroup_min, s.subgroup_max);
+  std::printf(
+      "  \"adapter\": {\"device\": %s, \"vendor\": %s, \"architecture\": %s, "
+      "\"description\": %s, \"backend\": \"%s\", \"adapter_type\": \"%s\", "
+      "\"vendor_id\": %u, \"device_id\": %u, \"subgroup_min_size\": %u, "
+      "\"subgroup_max_size\": %u},\n",
+      json_str(s.device_name).c_str(), json_str(s.vendor).c_str(), json_str(s.architecture).c_str(),
+      json_str(s.description).c_str(), backend_name(s.backend), adapter_type_name(s.adapter_type), s.vendor_id, s.device_id,
+      s.subgroup_min, s.subgroup_max);
   std::printf("  \"limits\": {\"maxStorageBufferBindingSize\": %" PRIu64 ", \"maxBufferSize\": %" PRIu64
               ", \"maxComputeWorkgroupsPerDimension\": %u, \"maxComputeWorkgroupStorageSize\": %u, "
               "\"maxComputeInvocationsPerWorkgroup\": %u, \"maxStorageBuffersPerShaderStage\": %u},\n",
-              s.limits.maxStorageBufferBindingSize, s.limits.maxBufferSize,
-              s.limits.maxComputeWorkgroupsPerDimension, s.limits.maxComputeWorkgroupStorageSize,
-              s.limits.maxComputeInvocationsPerWorkgroup, s.limits.maxStorageBuffersPerShaderStage);
-  std::printf("  \"features\": {\"shader-f16\": %s, \"subgroups\": %s, \"subgroups_via\": \"%s\", "
-              "\"timestamp-query\": %s, "
-              "\"subgroup-matrix\": %s, \"subgroup_matrix_feature\": \"%s\", \"shader_f16_kernel\": \"%s\", "
-              "\"all\": [%s]},\n",
-              yn(has_feature(s, uint32_t(WGPUFeatureName_ShaderF16))),
-              yn(sg_std || sg_native), sg_std ? "standard" : (sg_native ? "native" : "none"),
-              yn(has_feature(s, uint32_t(WGPUFeatureName_TimestampQuery))),
-              yn(sgm && has_feature(s, sgm)),
+              s.limits.maxStorageBufferBindingSize, s.limits.maxBufferSize, s.limits.maxComputeWorkgroupsPerDimension,
+              s.limits.maxComputeWorkgroupStorageSize, s.limits.maxComputeInvocationsPerWorkgroup,
+              s.limits.maxStorageBuffersPerShaderStage);
+  std::printf(
+      "  \"features\": {\"shader-f16\": %s, \"subgroups\": %s, \"subgroups_via\": \"%s\", "
+      "\"timestamp-query\": %s, "
+      "\"subgroup-matrix\": %s, \"subgroup_matrix_feature\": \"%s\", \"shader_f16_kernel\": \"%s\", "
+      "\"all\": [%s]},\n",
+      yn(has_feature(s, uint32_t(WGPUFeatureName_ShaderF16))), yn(sg_std || sg_native),
+      sg_std ? "standard" : (sg_native ? "native" : "none"), yn(has_feature(s, uint32_t(WGPUFeatureName_TimestampQuery))),
+      yn(sgm && has_feature(s, sgm)),
 #if defined(WGML_IMPL_DAWN)
-              "chromium-experimental-subgroup-matrix",
+      "chromium-experimental-subgroup-matrix",
 #else
-              "native:cooperative-matrix",
+      "native:cooperative-matrix",
 #endif
-              f16, feats.c_str());
-  std::printf("  \"copy\": {\"bytes\": %" PRIu64 ", \"reps_per_batch\": %u, \"runs\": %u, "
+      f16, feats.c_str());
+  std::printf("  \"copy\": {\"bytes\": %" PRIu64
+              ", \"reps_per_batch\": %u, \"runs\": %u, "
               "\"best_ms_per_copy\": %.4f, \"gb_per_s_read_plus_write\": %.1f, \"verified\": %s},\n",
-              copy.bytes, o.copy_reps, o.runs, copy.best_s / o.copy_reps * 1e3, copy.gbps,
-              yn(copy.verified));
-  std::printf("  \"dispatch\": {\"dispatches_per_batch\": %u, \"runs\": %u, "
-              "\"us_per_dispatch_one_pass\": %.3f, \"us_encode_per_dispatch\": %.3f, "
-              "\"us_submit_to_done_per_dispatch\": %.3f, \"us_per_dispatch_pass_each\": %.3f, "
-              "\"verified\": %s},\n",
-              o.dispatches, o.runs, disp.us_total, disp.us_encode, disp.us_gpu, disp.us_pass_each,
-              yn(disp.verified));
-  std::printf("  \"fma\": {\"workgroups\": %u, \"iters\": %u, \"flop\": %.4g, \"best_ms\": %.4f, "
-              "\"tflop_per_s\": %.2f, \"verified\": %s},\n",
-              std::min(o.fma_workgroups, s.limits.maxComputeWorkgroupsPerDimension), o.fma_iters,
-              fma.flop, fma.best_s * 1e3, fma.tflops, yn(fma.verified));
+              copy.bytes, o.copy_reps, o.runs, copy.best_s / o.copy_reps * 1e3, copy.gbps, yn(copy.verified));
+  std::printf(
+      "  \"dispatch\": {\"dispatches_per_batch\": %u, \"runs\": %u, "
+      "\"us_per_dispatch_one_pass\": %.3f, \"us_encode_per_dispatch\": %.3f, "
+      "\"us_submit_to_done_per_dispatch\": %.3f, \"us_per_dispatch_pass_each\": %.3f, "
+      "\"verified\": %s},\n",
+      o.dispatches, o.runs, disp.us_total, disp.us_encode, disp.us_gpu, disp.us_pass_each, yn(disp.verified));
+  std::printf(
+      "  \"fma\": {\"workgroups\": %u, \"iters\": %u, \"flop\": %.4g, \"best_ms\": %.4f, "
+      "\"tflop_per_s\": %.2f, \"verified\": %s},\n",
+      std::min(o.fma_workgroups, s.limits.maxComputeWorkgroupsPerDimension), o.fma_iters, fma.flop, fma.best_s * 1e3, fma.tflops,
+      yn(fma.verified));
   std::printf("  \"webgpu_errors\": %d\n}\n", g_error_count);
   std::fflush(stdout);
 

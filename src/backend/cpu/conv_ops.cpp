@@ -39,8 +39,8 @@ std::vector<double> to_doubles(const Tensor& t) {
 
 ConvShape conv_shape(const Tensor& x, const Tensor& w, int nd, const ConvParams& p) {
   if (x.rank() != nd + 2 || w.rank() != nd + 2)
-    fail("convolution: expected input and weight of rank " + std::to_string(nd + 2) +
-         " (channels last), found " + std::to_string(x.rank()) + " and " + std::to_string(w.rank()));
+    fail("convolution: expected input and weight of rank " + std::to_string(nd + 2) + " (channels last), found " +
+         std::to_string(x.rank()) + " and " + std::to_string(w.rank()));
   if (p.groups < 1) fail("convolution: groups must be >= 1");
   if (nd == 3 && p.groups != 1) fail("convolution: MLX handles groups != 1 in 1D or 2D only");
   ConvShape s;
@@ -48,16 +48,15 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, int nd, const ConvParams&
   s.cin = x.dim(nd + 1);
   s.cout = w.dim(0);
   if (w.dim(nd + 1) * p.groups != s.cin || s.cout % p.groups != 0)
-    fail("convolution: weight has " + std::to_string(w.dim(nd + 1)) + " input channels for " +
-         std::to_string(s.cin) + " channels in " + std::to_string(p.groups) + " groups");
+    fail("convolution: weight has " + std::to_string(w.dim(nd + 1)) + " input channels for " + std::to_string(s.cin) +
+         " channels in " + std::to_string(p.groups) + " groups");
   for (int d = 0; d < nd; ++d) {
     const int k = kDims - nd + d;
     s.in[k] = x.dim(d + 1);
     s.kernel[k] = w.dim(d + 1);
     const int64_t span = p.dilation[k] * (s.kernel[k] - 1);
-    s.out[k] = p.transposed
-                   ? (s.in[k] - 1) * p.stride[k] - 2 * p.padding[k] + span + p.output_padding[k] + 1
-                   : (s.in[k] + 2 * p.padding[k] - span - 1) / p.stride[k] + 1;
+    s.out[k] = p.transposed ? (s.in[k] - 1) * p.stride[k] - 2 * p.padding[k] + span + p.output_padding[k] + 1
+                            : (s.in[k] + 2 * p.padding[k] - span - 1) / p.stride[k] + 1;
     if (s.out[k] < 0 || (!p.transposed && s.in[k] + 2 * p.padding[k] - span - 1 < 0))
       fail("convolution: the kernel is larger than the padded input");
   }
@@ -86,9 +85,7 @@ void for_each_tap(const ConvShape& s, const ConvParams& p, F f) {
             }
 }
 
-int64_t flat(const Triple& pos, const Triple& dims) {
-  return (pos[0] * dims[1] + pos[1]) * dims[2] + pos[2];
-}
+int64_t flat(const Triple& pos, const Triple& dims) { return (pos[0] * dims[1] + pos[1]) * dims[2] + pos[2]; }
 
 Tensor convolve(const Tensor& x, const Tensor& w, int nd, const ConvParams& p) {
   const ConvShape s = conv_shape(x, w, nd, p);
@@ -132,28 +129,36 @@ void conv1d(const ir::Conv1DNode& n, ExecContext& ctx) {
 }
 
 void conv2d(const ir::Conv2DNode& n, ExecContext& ctx) {
-  ConvParams p{spatial({n.stride_h, n.stride_w}, 1), spatial({n.padding_h, n.padding_w}, 0),
-               spatial({n.dilation_h, n.dilation_w}, 1), {}, n.groups};
+  ConvParams p{spatial({n.stride_h, n.stride_w}, 1),
+               spatial({n.padding_h, n.padding_w}, 0),
+               spatial({n.dilation_h, n.dilation_w}, 1),
+               {},
+               n.groups};
   ctx.set_tensor(n.out, convolve(ctx.tensor(n.x), ctx.tensor(n.w), 2, p));
 }
 
 void conv3d(const ir::Conv3DNode& n, ExecContext& ctx) {
   ConvParams p{spatial({n.stride_d, n.stride_h, n.stride_w}, 1),
                spatial({n.padding_d, n.padding_h, n.padding_w}, 0),
-               spatial({n.dilation_d, n.dilation_h, n.dilation_w}, 1), {}, n.groups};
+               spatial({n.dilation_d, n.dilation_h, n.dilation_w}, 1),
+               {},
+               n.groups};
   ctx.set_tensor(n.out, convolve(ctx.tensor(n.x), ctx.tensor(n.w), 3, p));
 }
 
 void conv_transpose1d(const ir::ConvTranspose1DNode& n, ExecContext& ctx) {
-  ConvParams p{spatial({n.stride}, 1), spatial({n.padding}, 0), spatial({n.dilation}, 1),
-               spatial({n.output_padding}, 0), n.groups, true};
+  ConvParams p{
+      spatial({n.stride}, 1), spatial({n.padding}, 0), spatial({n.dilation}, 1), spatial({n.output_padding}, 0), n.groups, true};
   ctx.set_tensor(n.out, convolve(ctx.tensor(n.x), ctx.tensor(n.w), 1, p));
 }
 
 void conv_transpose2d(const ir::ConvTranspose2DNode& n, ExecContext& ctx) {
-  ConvParams p{spatial({n.stride_h, n.stride_w}, 1), spatial({n.padding_h, n.padding_w}, 0),
+  ConvParams p{spatial({n.stride_h, n.stride_w}, 1),
+               spatial({n.padding_h, n.padding_w}, 0),
                spatial({n.dilation_h, n.dilation_w}, 1),
-               spatial({n.output_padding_h, n.output_padding_w}, 0), n.groups, true};
+               spatial({n.output_padding_h, n.output_padding_w}, 0),
+               n.groups,
+               true};
   ctx.set_tensor(n.out, convolve(ctx.tensor(n.x), ctx.tensor(n.w), 2, p));
 }
 
@@ -161,7 +166,8 @@ void conv_transpose3d(const ir::ConvTranspose3DNode& n, ExecContext& ctx) {
   ConvParams p{spatial({n.stride_d, n.stride_h, n.stride_w}, 1),
                spatial({n.padding_d, n.padding_h, n.padding_w}, 0),
                spatial({n.dilation_d, n.dilation_h, n.dilation_w}, 1),
-               spatial({n.output_padding_d, n.output_padding_h, n.output_padding_w}, 0), n.groups,
+               spatial({n.output_padding_d, n.output_padding_h, n.output_padding_w}, 0),
+               n.groups,
                true};
   ctx.set_tensor(n.out, convolve(ctx.tensor(n.x), ctx.tensor(n.w), 3, p));
 }

@@ -19,8 +19,7 @@ template <class F>
 Tensor map_unary(const Tensor& x, DType out_type, F f) {
   Tensor out(out_type, x.shape());
   uint8_t* dst = out.mutable_data();
-  for (int64_t i = 0; i < x.numel(); ++i)
-    store_double(out_type, dst, i, f(load_as_double(x.dtype(), x.data(), i)));
+  for (int64_t i = 0; i < x.numel(); ++i) store_double(out_type, dst, i, f(load_as_double(x.dtype(), x.data(), i)));
   return out;
 }
 
@@ -28,8 +27,7 @@ template <class F>
 Tensor map_unary_int(const Tensor& x, F f) {
   Tensor out(x.dtype(), x.shape());
   uint8_t* dst = out.mutable_data();
-  for (int64_t i = 0; i < x.numel(); ++i)
-    store_int64(x.dtype(), dst, i, f(load_as_int64(x.dtype(), x.data(), i)));
+  for (int64_t i = 0; i < x.numel(); ++i) store_int64(x.dtype(), dst, i, f(load_as_int64(x.dtype(), x.data(), i)));
   return out;
 }
 
@@ -57,8 +55,10 @@ void float_unary(const N& n, ExecContext& ctx) {
 template <class N, double (*F)(double), int64_t (*I)(int64_t)>
 void dtype_preserving_unary(const N& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  if (is_floating(x.dtype())) ctx.set_tensor(n.out, map_unary(x, x.dtype(), F));
-  else ctx.set_tensor(n.out, map_unary_int(x, I));
+  if (is_floating(x.dtype()))
+    ctx.set_tensor(n.out, map_unary(x, x.dtype(), F));
+  else
+    ctx.set_tensor(n.out, map_unary_int(x, I));
 }
 
 int64_t identity_i(int64_t v) { return v; }
@@ -95,8 +95,7 @@ void gelu(const ir::GeluNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
   if (n.approximate != "none" && n.approximate != "tanh")
     fail("Gelu: approximate must be \"none\" or \"tanh\", found \"" + n.approximate + "\"");
-  ctx.set_tensor(n.out, map_unary(x, float_result(x.dtype()),
-                                  n.approximate == "tanh" ? gelu_tanh : gelu_exact));
+  ctx.set_tensor(n.out, map_unary(x, float_result(x.dtype()), n.approximate == "tanh" ? gelu_tanh : gelu_exact));
 }
 
 void round_node(const ir::RoundNode& n, ExecContext& ctx) {
@@ -106,9 +105,9 @@ void round_node(const ir::RoundNode& n, ExecContext& ctx) {
   const DType t = x.dtype();
   // MLX rounds half to even, scaling by 10^decimals in the tensor's own float type.
   ctx.set_tensor(n.out, map_unary(x, t, [&](double v) {
-    if (n.decimals == 0) return std::nearbyint(v);
-    return std::nearbyint(static_cast<float>(v * scale)) / scale;
-  }));
+                   if (n.decimals == 0) return std::nearbyint(v);
+                   return std::nearbyint(static_cast<float>(v * scale)) / scale;
+                 }));
 }
 
 void logical_not(const ir::LogicalNotNode& n, ExecContext& ctx) {
@@ -137,8 +136,7 @@ struct BinaryOp {
 Tensor apply_binary(const Tensor& a, const Tensor& b, const BinaryOp& op) {
   DType compute = promote_types(a.dtype(), b.dtype());
   if (op.kind == Kind::TrueDivide || (!op.i && !is_floating(compute))) compute = float_result(compute);
-  if (op.kind == Kind::Bitwise && is_floating(compute))
-    fail("bitwise op: expected integer or bool tensors");
+  if (op.kind == Kind::Bitwise && is_floating(compute)) fail("bitwise op: expected integer or bool tensors");
   DType out_type = compute;
   if (op.kind == Kind::Compare || op.kind == Kind::Logical) out_type = DType::Bool;
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
@@ -148,8 +146,7 @@ Tensor apply_binary(const Tensor& a, const Tensor& b, const BinaryOp& op) {
   const bool integer = op.i && !is_floating(compute) && op.kind != Kind::Logical;
   for (int64_t k = 0; k < out.numel(); ++k, ia.next(), ib.next()) {
     if (integer) {
-      const int64_t r = op.i(load_as_int64(a.dtype(), a.data(), ia.offset()),
-                             load_as_int64(b.dtype(), b.data(), ib.offset()));
+      const int64_t r = op.i(load_as_int64(a.dtype(), a.data(), ia.offset()), load_as_int64(b.dtype(), b.data(), ib.offset()));
       store_int64(out_type, dst, k, r);
     } else {
       double x = load_as_double(a.dtype(), a.data(), ia.offset());
@@ -237,18 +234,18 @@ void where(const ir::WhereNode& n, ExecContext& ctx) {
     const bool take_x = load_as_double(c.dtype(), c.data(), ic.offset()) != 0;
     const Tensor& src = take_x ? x : y;
     const int64_t off = take_x ? ix.offset() : iy.offset();
-    if (is_floating(t)) store_double(t, dst, k, load_as_double(src.dtype(), src.data(), off));
-    else store_int64(t, dst, k, load_as_int64(src.dtype(), src.data(), off));
+    if (is_floating(t))
+      store_double(t, dst, k, load_as_double(src.dtype(), src.data(), off));
+    else
+      store_int64(t, dst, k, load_as_int64(src.dtype(), src.data(), off));
   }
   ctx.set_tensor(n.out, std::move(out));
 }
 
 void clip(const ir::ClipNode& n, ExecContext& ctx) {
   Tensor out = ctx.tensor(n.x);
-  if (const Tensor* lo = ctx.optional_tensor(n.a_min))
-    out = apply_binary(out, *lo, BinaryOp{max_d, max_i, Kind::Arithmetic});
-  if (const Tensor* hi = ctx.optional_tensor(n.a_max))
-    out = apply_binary(out, *hi, BinaryOp{min_d, min_i, Kind::Arithmetic});
+  if (const Tensor* lo = ctx.optional_tensor(n.a_min)) out = apply_binary(out, *lo, BinaryOp{max_d, max_i, Kind::Arithmetic});
+  if (const Tensor* hi = ctx.optional_tensor(n.a_max)) out = apply_binary(out, *hi, BinaryOp{min_d, min_i, Kind::Arithmetic});
   ctx.set_tensor(n.out, std::move(out));
 }
 

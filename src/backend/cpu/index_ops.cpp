@@ -31,8 +31,10 @@ Tensor remap(const Tensor& x, const Shape& shape, F source, const Tensor* fill =
   Index idx(shape.size(), 0);
   for (int64_t i = 0; i < out.numel(); ++i) {
     const int64_t src = source(idx);
-    if (src >= 0) std::memcpy(dst + i * elem, x.data() + src * elem, elem);
-    else if (fill) std::memcpy(dst + i * elem, fill->data(), elem);
+    if (src >= 0)
+      std::memcpy(dst + i * elem, x.data() + src * elem, elem);
+    else if (fill)
+      std::memcpy(dst + i * elem, fill->data(), elem);
     for (int d = static_cast<int>(shape.size()) - 1; d >= 0 && ++idx[d] == shape[d]; --d) idx[d] = 0;
   }
   return out;
@@ -44,8 +46,7 @@ int64_t index_at(const Tensor& t, int64_t i) { return load_as_int64(t.dtype(), t
 int64_t wrap_index(int64_t i, int64_t size, const char* op) {
   const int64_t w = i < 0 ? i + size : i;
   if (w < 0 || w >= size)
-    fail(std::string(op) + ": index " + std::to_string(i) + " is out of range for an axis of size " +
-         std::to_string(size));
+    fail(std::string(op) + ": index " + std::to_string(i) + " is out of range for an axis of size " + std::to_string(size));
   return w;
 }
 
@@ -56,8 +57,7 @@ void check_integer_indices(const Tensor& t, const char* op) {
 void gather(const ir::GatherNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
   if (n.indices.size() != n.axes.size()) fail("Gather: expected one index tensor per axis");
-  if (static_cast<int>(n.slice_sizes.size()) != x.rank())
-    fail("Gather: slice_sizes must have one entry per input dimension");
+  if (static_cast<int>(n.slice_sizes.size()) != x.rank()) fail("Gather: slice_sizes must have one entry per input dimension");
   std::vector<Tensor> indices;
   Shape batch;
   for (ir::Tid t : n.indices) {
@@ -74,16 +74,16 @@ void gather(const ir::GatherNode& n, ExecContext& ctx) {
   }
   const size_t nb = batch.size();
   ctx.set_tensor(n.out, remap(x, shape, [&](const Index& idx) {
-    const int64_t b = flat_index(Index(idx.begin(), idx.begin() + nb), batch);
-    Index src(idx.begin() + nb, idx.end());
-    for (size_t k = 0; k < n.axes.size(); ++k) {
-      const int a = n.axes[k];
-      const int64_t start = wrap_index(index_at(indices[k], b), x.dim(a), "Gather");
-      if (start + n.slice_sizes[a] > x.dim(a)) fail("Gather: slice runs past the end of the axis");
-      src[a] += start;
-    }
-    return flat_index(src, x.shape());
-  }));
+                   const int64_t b = flat_index(Index(idx.begin(), idx.begin() + nb), batch);
+                   Index src(idx.begin() + nb, idx.end());
+                   for (size_t k = 0; k < n.axes.size(); ++k) {
+                     const int a = n.axes[k];
+                     const int64_t start = wrap_index(index_at(indices[k], b), x.dim(a), "Gather");
+                     if (start + n.slice_sizes[a] > x.dim(a)) fail("Gather: slice runs past the end of the axis");
+                     src[a] += start;
+                   }
+                   return flat_index(src, x.shape());
+                 }));
 }
 
 void take_along_axis(const ir::TakeAlongAxisNode& n, ExecContext& ctx) {
@@ -98,12 +98,12 @@ void take_along_axis(const ir::TakeAlongAxisNode& n, ExecContext& ctx) {
   i_shape = shape;
   const Tensor idx = broadcast_to(ind, i_shape);
   ctx.set_tensor(n.out, remap(x, shape, [&](const Index& i) {
-    Index src = i;
-    for (int d = 0; d < x.rank(); ++d)
-      if (x.dim(d) == 1) src[d] = 0;
-    src[axis] = wrap_index(index_at(idx, flat_index(i, shape)), x.dim(axis), "TakeAlongAxis");
-    return flat_index(src, x.shape());
-  }));
+                   Index src = i;
+                   for (int d = 0; d < x.rank(); ++d)
+                     if (x.dim(d) == 1) src[d] = 0;
+                   src[axis] = wrap_index(index_at(idx, flat_index(i, shape)), x.dim(axis), "TakeAlongAxis");
+                   return flat_index(src, x.shape());
+                 }));
 }
 
 void scatter_add(const ir::ScatterAddNode& n, ExecContext& ctx) {
@@ -123,8 +123,10 @@ void scatter_add(const ir::ScatterAddNode& n, ExecContext& ctx) {
     for (int d = 0; d < out.rank(); ++d)
       if (target[d] >= out.dim(d)) fail("ScatterAdd: indices extend past the input");
     const int64_t o = flat_index(target, out.shape());
-    if (is_floating(t)) store_double(t, dst, o, load_as_double(t, dst, o) + load_as_double(t, upd.data(), i));
-    else store_int64(t, dst, o, load_as_int64(t, dst, o) + load_as_int64(t, upd.data(), i));
+    if (is_floating(t))
+      store_double(t, dst, o, load_as_double(t, dst, o) + load_as_double(t, upd.data(), i));
+    else
+      store_int64(t, dst, o, load_as_int64(t, dst, o) + load_as_int64(t, upd.data(), i));
     for (int d = ind.rank() - 1; d >= 0 && ++idx[d] == ind.dim(d); --d) idx[d] = 0;
   }
   ctx.set_tensor(n.out, std::move(out));
@@ -141,10 +143,10 @@ void tile(const ir::TileNode& n, ExecContext& ctx) {
   Shape shape;
   for (size_t d = 0; d < in.size(); ++d) shape.push_back(in[d] * reps[d]);
   ctx.set_tensor(n.out, remap(x, shape, [&](const Index& i) {
-    Index src = i;
-    for (size_t d = 0; d < in.size(); ++d) src[d] %= in[d];
-    return flat_index(src, in);
-  }));
+                   Index src = i;
+                   for (size_t d = 0; d < in.size(); ++d) src[d] %= in[d];
+                   return flat_index(src, in);
+                 }));
 }
 
 void pad(const ir::PadNode& n, ExecContext& ctx) {
@@ -169,17 +171,20 @@ void pad(const ir::PadNode& n, ExecContext& ctx) {
   // The constant goes through float32, then the input's dtype (MLX's array(value).astype).
   Tensor fill(x.dtype(), {});
   store_double(x.dtype(), fill.mutable_data(), 0, static_cast<float>(n.constant_value));
-  ctx.set_tensor(n.out, remap(x, shape, [&](const Index& i) -> int64_t {
-    Index src = i;
-    for (int d = 0; d < x.rank(); ++d) {
-      src[d] -= low[d];
-      if (src[d] < 0 || src[d] >= x.dim(d)) {
-        if (!edge) return -1;
-        src[d] = src[d] < 0 ? 0 : x.dim(d) - 1;
-      }
-    }
-    return flat_index(src, x.shape());
-  }, &fill));
+  ctx.set_tensor(n.out, remap(
+                            x, shape,
+                            [&](const Index& i) -> int64_t {
+                              Index src = i;
+                              for (int d = 0; d < x.rank(); ++d) {
+                                src[d] -= low[d];
+                                if (src[d] < 0 || src[d] >= x.dim(d)) {
+                                  if (!edge) return -1;
+                                  src[d] = src[d] < 0 ? 0 : x.dim(d) - 1;
+                                }
+                              }
+                              return flat_index(src, x.shape());
+                            },
+                            &fill));
 }
 
 void repeat(const ir::RepeatNode& n, ExecContext& ctx) {
@@ -190,10 +195,10 @@ void repeat(const ir::RepeatNode& n, ExecContext& ctx) {
   Shape shape = x.shape();
   shape[axis] *= reps;
   ctx.set_tensor(n.out, remap(x, shape, [&](const Index& i) {
-    Index src = i;
-    src[axis] /= reps;
-    return flat_index(src, x.shape());
-  }));
+                   Index src = i;
+                   src[axis] /= reps;
+                   return flat_index(src, x.shape());
+                 }));
 }
 
 void roll(const ir::RollNode& n, ExecContext& ctx) {
@@ -203,13 +208,13 @@ void roll(const ir::RollNode& n, ExecContext& ctx) {
   std::vector<int64_t> shift_of(static_cast<size_t>(x.rank()), 0);
   for (size_t k = 0; k < n.axes.size(); ++k) shift_of[normalize_axis(n.axes[k], x.rank())] += shifts[k];
   ctx.set_tensor(n.out, remap(x, x.shape(), [&](const Index& i) {
-    Index src = i;
-    for (int d = 0; d < x.rank(); ++d) {
-      const int64_t size = x.dim(d);
-      src[d] = ((i[d] - shift_of[d]) % size + size) % size;
-    }
-    return flat_index(src, x.shape());
-  }));
+                   Index src = i;
+                   for (int d = 0; d < x.rank(); ++d) {
+                     const int64_t size = x.dim(d);
+                     src[d] = ((i[d] - shift_of[d]) % size + size) % size;
+                   }
+                   return flat_index(src, x.shape());
+                 }));
 }
 
 void flip(const ir::FlipNode& n, ExecContext& ctx) {
@@ -217,11 +222,11 @@ void flip(const ir::FlipNode& n, ExecContext& ctx) {
   std::vector<bool> flipped(static_cast<size_t>(x.rank()), false);
   for (int32_t a : n.axes) flipped[normalize_axis(a, x.rank())] = true;
   ctx.set_tensor(n.out, remap(x, x.shape(), [&](const Index& i) {
-    Index src = i;
-    for (int d = 0; d < x.rank(); ++d)
-      if (flipped[d]) src[d] = x.dim(d) - 1 - i[d];
-    return flat_index(src, x.shape());
-  }));
+                   Index src = i;
+                   for (int d = 0; d < x.rank(); ++d)
+                     if (flipped[d]) src[d] = x.dim(d) - 1 - i[d];
+                   return flat_index(src, x.shape());
+                 }));
 }
 
 void tri(const ir::TriNode& n, ExecContext& ctx) {
@@ -242,9 +247,8 @@ Tensor triangle(const Tensor& x, Keep keep) {
   if (x.rank() < 2) fail("Tril/Triu: expected a tensor of rank >= 2");
   const Tensor zero(x.dtype(), {});
   const int r = x.rank();
-  return remap(x, x.shape(), [&](const Index& i) {
-    return keep(i[r - 2], i[r - 1]) ? flat_index(i, x.shape()) : -1;
-  }, &zero);
+  return remap(
+      x, x.shape(), [&](const Index& i) { return keep(i[r - 2], i[r - 1]) ? flat_index(i, x.shape()) : -1; }, &zero);
 }
 
 void tril(const ir::TrilNode& n, ExecContext& ctx) {

@@ -21,9 +21,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, DType out_type) {
   if (a.rank() < 2 || b.rank() < 2) runtime::fail("matmul: operands must have rank >= 2");
   const int64_t m = a.dim(a.rank() - 2), k = a.dim(a.rank() - 1);
   const int64_t kb = b.dim(b.rank() - 2), n = b.dim(b.rank() - 1);
-  if (k != kb)
-    runtime::fail("matmul: inner dimensions differ (" + std::to_string(k) + " vs " +
-                  std::to_string(kb) + ")");
+  if (k != kb) runtime::fail("matmul: inner dimensions differ (" + std::to_string(k) + " vs " + std::to_string(kb) + ")");
   const Shape a_batch(a.shape().begin(), a.shape().end() - 2);
   const Shape b_batch(b.shape().begin(), b.shape().end() - 2);
   Shape shape = broadcast_shapes(a_batch, b_batch);

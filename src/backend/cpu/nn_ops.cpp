@@ -22,7 +22,6 @@ using runtime::fail;
 
 double at(const Tensor& t, int64_t i) { return load_as_double(t.dtype(), t.data(), i); }
 
-
 // MLX's addmm is alpha * (a @ b) + beta * c in one float GEMM (one rounding); without a bias
 // ExecuTorch emits a plain matmul, so alpha is not applied.
 void addmm(const ir::AddmmNode& n, ExecContext& ctx) {
@@ -77,14 +76,14 @@ void rms_norm(const ir::RMSNormNode& n, ExecContext& ctx) {
   const Tensor* weight = ctx.optional_tensor(n.weight);
   const auto w = optional_row(weight, x.dim(x.rank() - 1), 1.0, t);
   ctx.set_tensor(n.out, per_last_axis(x, t, [&](const std::vector<double>& in, std::vector<double>& out) {
-    double ss = 0;
-    for (double v : in) ss += v * v;
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(in.size()) + double{n.eps});
-    for (size_t i = 0; i < in.size(); ++i) {
-      const double normed = round_to(t, round_to(DType::Float32, in[i] * inv));
-      out[i] = weight ? round_to(t, normed * w[i]) : normed;
-    }
-  }));
+                   double ss = 0;
+                   for (double v : in) ss += v * v;
+                   const double inv = 1.0 / std::sqrt(ss / static_cast<double>(in.size()) + double{n.eps});
+                   for (size_t i = 0; i < in.size(); ++i) {
+                     const double normed = round_to(t, round_to(DType::Float32, in[i] * inv));
+                     out[i] = weight ? round_to(t, normed * w[i]) : normed;
+                   }
+                 }));
 }
 
 void layer_norm(const ir::LayerNormNode& n, ExecContext& ctx) {
@@ -96,18 +95,18 @@ void layer_norm(const ir::LayerNormNode& n, ExecContext& ctx) {
   const auto w = optional_row(weight, len, 1.0, t);
   const auto b = optional_row(bias, len, 0.0, t);
   ctx.set_tensor(n.out, per_last_axis(x, t, [&](const std::vector<double>& in, std::vector<double>& out) {
-    double mean = 0, var = 0;
-    for (double v : in) mean += v;
-    mean /= static_cast<double>(in.size());
-    for (double v : in) var += (v - mean) * (v - mean);
-    const double inv = 1.0 / std::sqrt(var / static_cast<double>(in.size()) + double{n.eps});
-    for (size_t i = 0; i < in.size(); ++i) {
-      double v = round_to(t, round_to(DType::Float32, (in[i] - mean) * inv));
-      if (weight) v = round_to(t, v * w[i]);
-      if (bias) v = round_to(t, v + b[i]);
-      out[i] = v;
-    }
-  }));
+                   double mean = 0, var = 0;
+                   for (double v : in) mean += v;
+                   mean /= static_cast<double>(in.size());
+                   for (double v : in) var += (v - mean) * (v - mean);
+                   const double inv = 1.0 / std::sqrt(var / static_cast<double>(in.size()) + double{n.eps});
+                   for (size_t i = 0; i < in.size(); ++i) {
+                     double v = round_to(t, round_to(DType::Float32, (in[i] - mean) * inv));
+                     if (weight) v = round_to(t, v * w[i]);
+                     if (bias) v = round_to(t, v + b[i]);
+                     out[i] = v;
+                   }
+                 }));
 }
 
 // Softmax of one row. Half-precision inputs without `precise` compute in their own dtype as MLX
@@ -137,11 +136,11 @@ void softmax(const ir::SoftmaxNode& n, ExecContext& ctx) {
     if (d != axis) perm.push_back(d);
   perm.push_back(axis);
   for (int i = 0; i < x.rank(); ++i) inverse[perm[i]] = i;
-  ctx.set_tensor(n.out, permute(per_last_axis(permute(x, perm), x.dtype(),
-                                              [&](const std::vector<double>& in, std::vector<double>& out) {
-                                                softmax_row(in, out, compute);
-                                              }),
-                                inverse));
+  ctx.set_tensor(
+      n.out,
+      permute(per_last_axis(permute(x, perm), x.dtype(),
+                            [&](const std::vector<double>& in, std::vector<double>& out) { softmax_row(in, out, compute); }),
+              inverse));
 }
 
 // MLX's rope: angles (positions + offset) * scale times inverse frequencies, all in float32;
@@ -201,8 +200,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) fail("attention: q, k and v must be rank 4 [B, H, L, D]");
   const int64_t B = q.dim(0), Hq = q.dim(1), Lq = q.dim(2), D = q.dim(3);
   const int64_t Hkv = k.dim(1), Lk = k.dim(2), Dv = v.dim(3);
-  if (k.dim(0) != B || v.dim(0) != B || k.dim(3) != D || v.dim(1) != Hkv || v.dim(2) != Lk || Hkv == 0 ||
-      Hq % Hkv != 0)
+  if (k.dim(0) != B || v.dim(0) != B || k.dim(3) != D || v.dim(1) != Hkv || v.dim(2) != Lk || Hkv == 0 || Hq % Hkv != 0)
     fail("attention: incompatible q/k/v shapes (GQA needs Hq divisible by Hkv)");
   const DType t = q.dtype();
   const Rounder r{t};
@@ -304,8 +302,7 @@ void update_and_attend(const ir::UpdateAndAttendNode& n, ExecContext& ctx) {
   layer.k = write_rows(layer.k, k, position);
   layer.v = write_rows(layer.v, v, position);
   const int64_t steps = k.dim(2), len = position + steps;
-  Tensor out = attention(q, history(layer.k, len, q.dtype()), history(layer.v, len, q.dtype()), *n.scale, nullptr,
-                         steps > 1);
+  Tensor out = attention(q, history(layer.k, len, q.dtype()), history(layer.v, len, q.dtype()), *n.scale, nullptr, steps > 1);
   if (n.out_dtype) {
     const auto t = dtype_from_scalar_type(*n.out_dtype);
     if (!t) fail("UpdateAndAttend: unsupported out_dtype " + std::to_string(*n.out_dtype));

@@ -40,14 +40,12 @@ Format parse_format(const std::string& mode, int32_t bits, int32_t group_size) {
   }
   const Format f = mode == "nvfp4"   ? Format{Mode::Nvfp4, 4, 16}
                    : mode == "mxfp4" ? Format{Mode::Mxfp4, 4, 32}
-                   : mode == "mxfp8" ? Format{Mode::Mxfp8, 8, 32}
-                                     : (fail("unknown quantization mode \"" + mode +
-                                             "\" (expected affine, nvfp4, mxfp4 or mxfp8)"),
-                                        Format{});
+                   : mode == "mxfp8"
+                       ? Format{Mode::Mxfp8, 8, 32}
+                       : (fail("unknown quantization mode \"" + mode + "\" (expected affine, nvfp4, mxfp4 or mxfp8)"), Format{});
   if (bits != f.bits || group_size != f.group_size)
-    fail(mode + " quantization requires bits " + std::to_string(f.bits) + " and group_size " +
-         std::to_string(f.group_size) + ", found " + std::to_string(bits) + " and " +
-         std::to_string(group_size));
+    fail(mode + " quantization requires bits " + std::to_string(f.bits) + " and group_size " + std::to_string(f.group_size) +
+         ", found " + std::to_string(bits) + " and " + std::to_string(group_size));
   return f;
 }
 
@@ -83,8 +81,8 @@ struct QuantizedMatrix {
     rows = w.numel() / std::max<int64_t>(packed, 1);
     groups = cols / f.group_size;
     if (cols % f.group_size != 0 || scales.numel() != rows * groups)
-      fail("scales must hold one entry per group of " + std::to_string(f.group_size) + " (" +
-           std::to_string(rows * groups) + "), found " + std::to_string(scales.numel()));
+      fail("scales must hold one entry per group of " + std::to_string(f.group_size) + " (" + std::to_string(rows * groups) +
+           "), found " + std::to_string(scales.numel()));
     if (f.mode == Mode::Affine && (!biases || biases->numel() != rows * groups))
       fail("affine quantization needs biases shaped like the scales");
     if (f.mode != Mode::Affine && scales.dtype() != DType::UInt8) fail(std::string("fp quantization scales must be uint8"));
@@ -154,9 +152,8 @@ void dequantize(const ir::DequantizeNode& n, ExecContext& ctx) {
   uint8_t* dst = out.mutable_data();
   for (int64_t row = 0; row < q.rows; ++row)
     for (int64_t col = 0; col < q.cols; ++col) {
-      const double v = f.mode == Mode::Affine
-                           ? q.affine_weight(row, col, r)
-                           : rs(r(q.raw(row, col)) * rs(q.scale(row, col, r) * global_factor));
+      const double v = f.mode == Mode::Affine ? q.affine_weight(row, col, r)
+                                              : rs(r(q.raw(row, col)) * rs(q.scale(row, col, r) * global_factor));
       store_double(result_type, dst, row * q.cols + col, v);
     }
   ctx.set_tensor(n.out, std::move(out));
@@ -164,8 +161,8 @@ void dequantize(const ir::DequantizeNode& n, ExecContext& ctx) {
 
 // x_row [K] . (column n of the selected matrix), in MLX's kernel order for the compute dtype.
 // transpose: the matrix is [N, K] (x @ w.T), else [K, N]; its first row is `row_base`.
-double quantized_dot(const double* x, const QuantizedMatrix& q, int64_t row_base, int64_t n, int64_t k_size,
-                     bool transpose, const Rounder& r) {
+double quantized_dot(const double* x, const QuantizedMatrix& q, int64_t row_base, int64_t n, int64_t k_size, bool transpose,
+                     const Rounder& r) {
   auto row = [&](int64_t k) { return transpose ? row_base + n : row_base + k; };
   auto col = [&](int64_t k) { return transpose ? k : n; };
   double sum = 0;
@@ -178,8 +175,7 @@ double quantized_dot(const double* x, const QuantizedMatrix& q, int64_t row_base
       sum = r(sum + r(q.scale(row(k0), col(k0), r) * gsum));
     }
   } else {  // result += x * scale * value, k by k
-    for (int64_t k = 0; k < k_size; ++k)
-      sum = r(sum + r(r(x[k] * q.scale(row(k), col(k), r)) * r(q.raw(row(k), col(k)))));
+    for (int64_t k = 0; k < k_size; ++k) sum = r(sum + r(r(x[k] * q.scale(row(k), col(k), r)) * r(q.raw(row(k), col(k)))));
   }
   return sum;
 }
@@ -232,8 +228,8 @@ Tensor quantized_products(const Tensor& x, const QuantizedMatrix& q, bool transp
   const int64_t rows_per = q.w.dim(q.w.rank() - 2);
   const int64_t n_size = transpose ? rows_per : q.cols;
   if ((transpose ? q.cols : rows_per) != k_size)
-    fail("quantized matmul: x has K = " + std::to_string(k_size) + ", the weights K = " +
-         std::to_string(transpose ? q.cols : rows_per));
+    fail("quantized matmul: x has K = " + std::to_string(k_size) +
+         ", the weights K = " + std::to_string(transpose ? q.cols : rows_per));
   Shape shape = g.shape;
   shape.push_back(m_size);
   shape.push_back(n_size);
@@ -293,8 +289,7 @@ void gather_mm(const ir::GatherMmNode& n, ExecContext& ctx) {
   Shape shape = g.shape;
   shape.push_back(m);
   shape.push_back(nn);
-  ctx.set_tensor(n.out, parts.empty() ? Tensor(promote_types(a.dtype(), b.dtype()), shape)
-                                      : stack(parts, 0).reshaped(shape));
+  ctx.set_tensor(n.out, parts.empty() ? Tensor(promote_types(a.dtype(), b.dtype()), shape) : stack(parts, 0).reshaped(shape));
 }
 
 }  // namespace

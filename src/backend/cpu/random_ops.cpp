@@ -76,10 +76,16 @@ void random_bits(const ir::RandomBitsNode& n, ExecContext& ctx) {
     if (d < 0) fail("RandomBits: negative dimension");
   DType t;
   switch (n.width) {
-    case 1: t = DType::UInt8; break;
-    case 4: t = DType::UInt32; break;
-    case 2: fail("RandomBits: width 2 gives uint16, which no wgml tensor holds");
-    default: fail("RandomBits: width must be 1, 2 or 4, found " + std::to_string(n.width));
+    case 1:
+      t = DType::UInt8;
+      break;
+    case 4:
+      t = DType::UInt32;
+      break;
+    case 2:
+      fail("RandomBits: width 2 gives uint16, which no wgml tensor holds");
+    default:
+      fail("RandomBits: width must be 1, 2 or 4, found " + std::to_string(n.width));
   }
   Pair key;
   if (n.seed) {

@@ -1,7 +1,7 @@
 // Reductions over a set of axes (empty = all), with keepdims; arg-reductions along one axis.
 #include <cmath>
-#include <type_traits>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -17,8 +17,8 @@ using runtime::fail;
 
 // x with the reduced axes moved last, as (kept shape, rows of `len` values).
 struct Rows {
-  Shape kept_shape;   // output shape without keepdims
-  Shape keep_shape;   // output shape with keepdims
+  Shape kept_shape;  // output shape without keepdims
+  Shape keep_shape;  // output shape with keepdims
   int64_t len = 1;
   Tensor moved;
 };
@@ -54,12 +54,16 @@ Tensor reduce(const Tensor& x, const std::vector<int32_t>& axes, bool keepdims, 
   uint8_t* dst = out.mutable_data();
   for (int64_t o = 0; o < out.numel(); ++o) {
     for (int64_t i = 0; i < r.len; ++i) {
-      if constexpr (std::is_same_v<V, double>) row[i] = load_as_double(x.dtype(), r.moved.data(), o * r.len + i);
-      else row[i] = load_as_int64(x.dtype(), r.moved.data(), o * r.len + i);
+      if constexpr (std::is_same_v<V, double>)
+        row[i] = load_as_double(x.dtype(), r.moved.data(), o * r.len + i);
+      else
+        row[i] = load_as_int64(x.dtype(), r.moved.data(), o * r.len + i);
     }
     const auto result = f(row);
-    if constexpr (std::is_same_v<decltype(result), const double>) store_double(out_type, dst, o, result);
-    else store_int64(out_type, dst, o, result);
+    if constexpr (std::is_same_v<decltype(result), const double>)
+      store_double(out_type, dst, o, result);
+    else
+      store_int64(out_type, dst, o, result);
   }
   return out;
 }
@@ -72,9 +76,17 @@ DType sum_result(DType t) {
   return t;
 }
 
-double sum(const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s; }
+double sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
 double mean(const std::vector<double>& v) { return sum(v) / static_cast<double>(v.size()); }
-double prod(const std::vector<double>& v) { double p = 1; for (double x : v) p *= x; return p; }
+double prod(const std::vector<double>& v) {
+  double p = 1;
+  for (double x : v) p *= x;
+  return p;
+}
 // Integer sums and products wrap (two's complement), computed unsigned to stay defined.
 int64_t sum_int(const std::vector<int64_t>& v) {
   uint64_t s = 0;
@@ -164,29 +176,31 @@ void logsumexp_node(const ir::LogSumExpNode& n, ExecContext& ctx) {
     return ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, float_result(x.dtype()), logsumexp));
   const DType t = x.dtype();
   ctx.set_tensor(n.out, reduce<int64_t>(x, n.axes, n.keepdims, DType::Float32, [t](const std::vector<int64_t>& v) {
-    int64_t m = v.empty() ? 0 : v[0];
-    for (int64_t e : v) m = std::max(m, e);
-    double s = 0;
-    uint8_t wrapped[8];
-    for (int64_t e : v) {
-      store_int64(t, wrapped, 0, e - m);
-      s += static_cast<float>(std::exp(static_cast<double>(load_as_int64(t, wrapped, 0))));  // float32 exp
-    }
-    return std::log(s) + static_cast<double>(m);
-  }));
+                   int64_t m = v.empty() ? 0 : v[0];
+                   for (int64_t e : v) m = std::max(m, e);
+                   double s = 0;
+                   uint8_t wrapped[8];
+                   for (int64_t e : v) {
+                     store_int64(t, wrapped, 0, e - m);
+                     s += static_cast<float>(std::exp(static_cast<double>(load_as_int64(t, wrapped, 0))));  // float32 exp
+                   }
+                   return std::log(s) + static_cast<double>(m);
+                 }));
 }
 
 void any_node(const ir::AnyNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, reduce(ctx.tensor(n.x), n.axes, n.keepdims, DType::Bool, [](const std::vector<double>& v) {
-    for (double x : v) if (x != 0) return 1.0;
-    return 0.0;
-  }));
+                   for (double x : v)
+                     if (x != 0) return 1.0;
+                   return 0.0;
+                 }));
 }
 void all_node(const ir::AllNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, reduce(ctx.tensor(n.x), n.axes, n.keepdims, DType::Bool, [](const std::vector<double>& v) {
-    for (double x : v) if (x == 0) return 0.0;
-    return 1.0;
-  }));
+                   for (double x : v)
+                     if (x == 0) return 0.0;
+                   return 1.0;
+                 }));
 }
 
 // First index of the extreme value along one axis, as uint32 (MLX's index type).

@@ -47,16 +47,14 @@ void reshape(const ir::ReshapeNode& n, ExecContext& ctx) {
     }
   }
   if (infer >= 0) shape[infer] = known == 0 ? 0 : x.numel() / known;
-  if (shape_numel(shape) != x.numel())
-    fail("Reshape: cannot reshape " + shape_string(x.shape()) + " to " + shape_string(shape));
+  if (shape_numel(shape) != x.numel()) fail("Reshape: cannot reshape " + shape_string(x.shape()) + " to " + shape_string(shape));
   ctx.set_tensor(n.out, x.reshaped(shape));
 }
 
 void transpose(const ir::TransposeNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
   if (static_cast<int>(n.perm.size()) != x.rank())
-    fail("Transpose: perm has " + std::to_string(n.perm.size()) + " entries for rank " +
-         std::to_string(x.rank()));
+    fail("Transpose: perm has " + std::to_string(n.perm.size()) + " entries for rank " + std::to_string(x.rank()));
   std::vector<int> perm;
   std::vector<bool> seen(x.rank(), false);
   for (int32_t p : n.perm) {
@@ -103,17 +101,14 @@ void broadcast_node(const ir::BroadcastToNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, broadcast_to(x, shape));
 }
 
-void contiguous(const ir::ContiguousNode& n, ExecContext& ctx) {
-  ctx.set_tensor(n.out, ctx.tensor(n.x));
-}
+void contiguous(const ir::ContiguousNode& n, ExecContext& ctx) { ctx.set_tensor(n.out, ctx.tensor(n.x)); }
 
 void as_strided(const ir::AsStridedNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
   const Shape shape = to_shape(ctx.resolve(n.shape));
   const auto s = ctx.resolve(n.strides);
   if (s.size() != shape.size()) fail("AsStrided: shape and strides differ in length");
-  ctx.set_tensor(n.out, gather_strided(x, shape, std::vector<int64_t>(s.begin(), s.end()),
-                                       static_cast<int64_t>(n.offset)));
+  ctx.set_tensor(n.out, gather_strided(x, shape, std::vector<int64_t>(s.begin(), s.end()), static_cast<int64_t>(n.offset)));
 }
 
 void slice(const ir::SliceNode& n, ExecContext& ctx) {
@@ -129,8 +124,7 @@ void slice(const ir::SliceNode& n, ExecContext& ctx) {
 }
 
 // Writes `update` (broadcast to the region) into positions start, start+step, ... of `axis`.
-Tensor write_along_axis(Tensor dst, const Tensor& update, int axis,
-                        const std::vector<int64_t>& positions) {
+Tensor write_along_axis(Tensor dst, const Tensor& update, int axis, const std::vector<int64_t>& positions) {
   Shape region = dst.shape();
   region[axis] = static_cast<int64_t>(positions.size());
   const Tensor src = broadcast_to(cast(update, dst.dtype()), region);
@@ -163,8 +157,7 @@ void index_copy(const ir::IndexCopyNode& n, ExecContext& ctx) {
   const Tensor& dst = ctx.tensor(n.dst);
   const Tensor& indices = ctx.tensor(n.indices);
   const int axis = normalize_axis(n.axis, dst.rank());
-  if (indices.rank() != 1 || !is_integral(indices.dtype()))
-    fail("IndexCopy: indices must be a 1-D integer tensor");
+  if (indices.rank() != 1 || !is_integral(indices.dtype())) fail("IndexCopy: indices must be a 1-D integer tensor");
   std::vector<int64_t> positions;
   for (int64_t j = 0; j < indices.numel(); ++j) {
     int64_t p = load_as_int64(indices.dtype(), indices.data(), j);
@@ -227,8 +220,7 @@ Tensor filled(DType t, const Shape& shape, float v) {
 }
 
 void full(const ir::FullNode& n, ExecContext& ctx) {
-  ctx.set_tensor(n.out, filled(dtype_or(n.scalar_type, DType::Float32),
-                               to_shape(ctx.resolve(n.shape)), ctx.resolve(n.v)));
+  ctx.set_tensor(n.out, filled(dtype_or(n.scalar_type, DType::Float32), to_shape(ctx.resolve(n.shape)), ctx.resolve(n.v)));
 }
 
 void full_like(const ir::FullLikeNode& n, ExecContext& ctx) {
@@ -257,14 +249,13 @@ void take(const ir::TakeNode& n, ExecContext& ctx) {
     return w;
   };
   if (n.index.kind != ir::IntOrVidOrTid::Tensor) {
-    const int64_t i = n.index.kind == ir::IntOrVidOrTid::Value ? ctx.int_value(n.index.vid)
-                                                               : runtime::clamp_to_int32(n.index.literal);
+    const int64_t i =
+        n.index.kind == ir::IntOrVidOrTid::Value ? ctx.int_value(n.index.vid) : runtime::clamp_to_int32(n.index.literal);
     return ctx.set_tensor(n.out, take_index(x, axis, wrap(i)));
   }
   const Tensor& idx = ctx.tensor(n.index.tid);
   std::vector<Tensor> rows;
-  for (int64_t j = 0; j < idx.numel(); ++j)
-    rows.push_back(take_index(x, axis, wrap(load_as_int64(idx.dtype(), idx.data(), j))));
+  for (int64_t j = 0; j < idx.numel(); ++j) rows.push_back(take_index(x, axis, wrap(load_as_int64(idx.dtype(), idx.data(), j))));
   Shape shape(x.shape().begin(), x.shape().begin() + axis);
   shape.insert(shape.end(), idx.shape().begin(), idx.shape().end());
   shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());

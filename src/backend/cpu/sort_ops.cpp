@@ -66,17 +66,17 @@ Tensor sort_along(const Tensor& x, int32_t axis_in, bool indices) {
   for (int64_t r = 0; r < a.rows; ++r) {
     const auto order = sorted_order(a.moved, r, a.len);
     for (int64_t j = 0; j < a.len; ++j) {
-      if (indices) store_int64(DType::UInt32, dst, r * a.len + j, order[j]);
-      else std::memcpy(dst + (r * a.len + j) * elem, a.moved.data() + (r * a.len + order[j]) * elem, elem);
+      if (indices)
+        store_int64(DType::UInt32, dst, r * a.len + j, order[j]);
+      else
+        std::memcpy(dst + (r * a.len + j) * elem, a.moved.data() + (r * a.len + order[j]) * elem, elem);
     }
   }
   return permute(out, a.back);
 }
 
 void sort(const ir::SortNode& n, ExecContext& ctx) { ctx.set_tensor(n.out, sort_along(ctx.tensor(n.x), n.axis, false)); }
-void argsort(const ir::ArgsortNode& n, ExecContext& ctx) {
-  ctx.set_tensor(n.out, sort_along(ctx.tensor(n.x), n.axis, true));
-}
+void argsort(const ir::ArgsortNode& n, ExecContext& ctx) { ctx.set_tensor(n.out, sort_along(ctx.tensor(n.x), n.axis, true)); }
 
 void check_kth(int32_t kth, const Tensor& x, int32_t axis) {
   const int64_t len = x.rank() ? x.dim(normalize_axis(axis, x.rank())) : 0;

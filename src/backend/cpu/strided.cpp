@@ -8,8 +8,7 @@
 
 namespace wgml::backend::cpu {
 
-Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides,
-                      int64_t offset) {
+Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides, int64_t offset) {
   Tensor out(x.dtype(), shape);
   if (out.numel() == 0) return out;
   int64_t lo = offset, hi = offset;
@@ -18,9 +17,8 @@ Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int
     (span < 0 ? lo : hi) += span;
   }
   if (lo < 0 || hi >= x.numel())
-    runtime::fail("strided view addresses elements [" + std::to_string(lo) + ", " +
-                  std::to_string(hi) + "] outside a tensor of " + std::to_string(x.numel()) +
-                  " elements");
+    runtime::fail("strided view addresses elements [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  "] outside a tensor of " + std::to_string(x.numel()) + " elements");
   const size_t elem = dtype_size(x.dtype());
   std::vector<int64_t> index(shape.size(), 0);
   int64_t src = offset;

@@ -9,8 +9,7 @@ namespace wgml::backend::cpu {
 
 // out[i_0..i_n] = flat(x)[offset + sum_k i_k * strides[k]] (strides in elements, may be 0 or
 // negative). Throws when any addressed element lies outside x.
-Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides,
-                      int64_t offset);
+Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides, int64_t offset);
 
 // x with its axes reordered: out axis i is x axis perm[i].
 Tensor permute(const Tensor& x, const std::vector<int>& perm);

@@ -25,8 +25,10 @@ std::string kernels_dir(const GpuOptions& options) {
 std::string adapter_slug(const std::string& name) {
   std::string slug;
   for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!slug.empty() && slug.back() != '-') slug += '-';
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!slug.empty() && slug.back() != '-')
+      slug += '-';
   }
   while (!slug.empty() && slug.back() == '-') slug.pop_back();
   return slug;
@@ -67,10 +69,7 @@ std::string default_kernels_dir() {
 }
 
 GpuContext::GpuContext(const GpuOptions& options)
-    : device_(device_options(options)),
-      pool_(device_),
-      pipelines_(device_),
-      engine_(kernels_dir(options) + "/wgsl") {
+    : device_(device_options(options)), pool_(device_), pipelines_(device_), engine_(kernels_dir(options) + "/wgsl") {
   if (options.profile) profiler_ = std::make_unique<gpu::Profiler>(device_, pool_);
   recorder_ = std::make_unique<gpu::Recorder>(device_, pool_, gpu::RecorderOptions{}, profiler_.get());
   engine_.load_directory(kernels_dir(options) + "/specs");
@@ -130,9 +129,7 @@ const gpu::Kernel& GpuContext::add_kernel(const kernel::PlanPass& pass, const gp
   return compiled;
 }
 
-GpuContext::Counters GpuContext::counters() const {
-  return Counters{plans_made_, renders_.renders(), pipelines_.compiles()};
-}
+GpuContext::Counters GpuContext::counters() const { return Counters{plans_made_, renders_.renders(), pipelines_.compiles()}; }
 
 GpuContext::~GpuContext() {
   recorder_.reset();

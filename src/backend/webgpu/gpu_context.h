@@ -6,8 +6,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gpu/buffer_pool.h"
@@ -22,11 +22,11 @@
 namespace wgml::backend::webgpu {
 
 struct GpuOptions {
-  std::string adapter;          // gpu::DeviceOptions::adapter: empty for the best one
-  std::string kernels_dir;      // holds specs/ and wgsl/; empty for the built-in default
+  std::string adapter;                // gpu::DeviceOptions::adapter: empty for the best one
+  std::string kernels_dir;            // holds specs/ and wgsl/; empty for the built-in default
   std::vector<std::string> tunables;  // "Op.NAME=VALUE"
-  std::string tunables_file;    // per-adapter JSON; empty: kernels/tunables/<adapter>.json if present
-  bool profile = false;         // time every dispatch (needs timestamp queries)
+  std::string tunables_file;          // per-adapter JSON; empty: kernels/tunables/<adapter>.json if present
+  bool profile = false;               // time every dispatch (needs timestamp queries)
 };
 
 // Where kernels/ is when GpuOptions::kernels_dir is empty: $WGML_KERNELS_DIR, else the source tree's.

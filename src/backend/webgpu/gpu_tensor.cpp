@@ -8,11 +8,9 @@
 
 namespace wgml::backend::webgpu {
 
-GpuTensorData::GpuTensorData(std::shared_ptr<GpuContext> context,
-                             std::shared_ptr<gpu::PooledBuffer> buffer, kernel::StorageType storage,
-                             Shape shape)
-    : context_(std::move(context)), buffer_(std::move(buffer)), storage_(std::move(storage)),
-      shape_(std::move(shape)) {}
+GpuTensorData::GpuTensorData(std::shared_ptr<GpuContext> context, std::shared_ptr<gpu::PooledBuffer> buffer,
+                             kernel::StorageType storage, Shape shape)
+    : context_(std::move(context)), buffer_(std::move(buffer)), storage_(std::move(storage)), shape_(std::move(shape)) {}
 
 void GpuTensorData::download(uint8_t* out, size_t nbytes) const {
   const uint64_t bytes = kernel::gpu_buffer_bytes(storage_, shape_numel(shape_));
@@ -21,27 +19,24 @@ void GpuTensorData::download(uint8_t* out, size_t nbytes) const {
   std::memcpy(words.data(), raw.data(), raw.size());
   const Tensor host = decode_from_gpu(words, storage_, shape_);
   if (host.nbytes() != nbytes)
-    throw Error(ErrorCode::Runtime, "GPU tensor read back with " + std::to_string(host.nbytes()) +
-                                        " bytes where " + std::to_string(nbytes) + " were expected");
+    throw Error(ErrorCode::Runtime, "GPU tensor read back with " + std::to_string(host.nbytes()) + " bytes where " +
+                                        std::to_string(nbytes) + " were expected");
   if (nbytes) std::memcpy(out, host.data(), nbytes);
 }
 
 std::shared_ptr<gpu::PooledBuffer> new_buffer(GpuContext& context, uint64_t bytes, std::string_view op) {
-  return std::make_shared<gpu::PooledBuffer>(
-      context.pool().acquire(std::max<uint64_t>(bytes, 4), gpu::BufferKind::Storage, op));
+  return std::make_shared<gpu::PooledBuffer>(context.pool().acquire(std::max<uint64_t>(bytes, 4), gpu::BufferKind::Storage, op));
 }
 
 std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& context, const Tensor& t,
                                             const kernel::StorageType& storage, const std::string& name,
                                             const std::optional<kernel::ValueRange>& range) {
   auto existing = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
-  if (existing && existing->context() == context.get() && existing->storage() == storage && !range)
-    return existing;
+  if (existing && existing->context() == context.get() && existing->storage() == storage && !range) return existing;
   const std::vector<uint8_t> bytes = encode_for_gpu(t, storage, name, range);
   auto buffer = new_buffer(*context, bytes.size(), "upload " + name);
   context->recorder().upload(buffer->range(0, bytes.size()),
-                             std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()),
-                             "upload " + name);
+                             std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()), "upload " + name);
   auto data = std::make_shared<const GpuTensorData>(context, std::move(buffer), storage, t.shape());
   if (!range && !existing) TensorDeviceAccess::attach(t, data);
   return data;

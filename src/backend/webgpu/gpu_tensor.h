@@ -14,8 +14,8 @@ namespace wgml::backend::webgpu {
 
 class GpuTensorData final : public DeviceData {
  public:
-  GpuTensorData(std::shared_ptr<GpuContext> context, std::shared_ptr<gpu::PooledBuffer> buffer,
-                kernel::StorageType storage, Shape shape);
+  GpuTensorData(std::shared_ptr<GpuContext> context, std::shared_ptr<gpu::PooledBuffer> buffer, kernel::StorageType storage,
+                Shape shape);
 
   // Reads the buffer back (submitting and waiting for the work recorded so far) and decodes it.
   void download(uint8_t* out, size_t nbytes) const override;

@@ -13,18 +13,16 @@ using kernel::StorageKind;
 
 namespace {
 
-void check_element(int64_t value, int64_t index, int64_t lo, int64_t hi, const std::string& tensor,
-                   const std::string& why) {
+void check_element(int64_t value, int64_t index, int64_t lo, int64_t hi, const std::string& tensor, const std::string& why) {
   if (value < lo || value > hi)
-    throw Error(ErrorCode::Runtime, "input '" + tensor + "': element " + std::to_string(index) + " is " +
-                                        std::to_string(value) + ", outside [" + std::to_string(lo) + ", " +
-                                        std::to_string(hi) + "] (" + why + ")");
+    throw Error(ErrorCode::Runtime, "input '" + tensor + "': element " + std::to_string(index) + " is " + std::to_string(value) +
+                                        ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (" + why + ")");
 }
 
 }  // namespace
 
-std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& storage,
-                                    const std::string& tensor_name, const std::optional<ValueRange>& range) {
+std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& storage, const std::string& tensor_name,
+                                    const std::optional<ValueRange>& range) {
   if (tensor.dtype() != storage.logical)
     throw Error(ErrorCode::InvalidArgument, "input '" + tensor_name + "' is " + std::string(dtype_name(tensor.dtype())) +
                                                 ", its storage expects " + std::string(dtype_name(storage.logical)));
@@ -38,7 +36,8 @@ std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& sto
     for (int64_t i = 0; i < n; ++i) {
       const int64_t v = load_as_int64(tensor.dtype(), tensor.data(), i);
       if (storage.kind == StorageKind::Narrowed)
-        check_element(v, i, lo, hi, tensor_name, std::string(dtype_name(storage.logical)) + " stored as " + storage.scalar + ", narrowing: checked");
+        check_element(v, i, lo, hi, tensor_name,
+                      std::string(dtype_name(storage.logical)) + " stored as " + storage.scalar + ", narrowing: checked");
       if (range) check_element(v, i, range->min, range->max, tensor_name, "valueRange");
     }
   }

@@ -17,8 +17,7 @@ using kernel::ValueRange;
 // The bytes to upload for `tensor` (gpu_buffer_bytes long). Throws wgml::Error(Runtime) naming
 // `tensor_name`, the element index and its value when a narrowed element does not fit its
 // storage or an element lies outside `range`.
-std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& storage,
-                                    const std::string& tensor_name,
+std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& storage, const std::string& tensor_name,
                                     const std::optional<ValueRange>& range = std::nullopt);
 
 // The tensor a downloaded buffer holds (widened and narrowed elements converted back).

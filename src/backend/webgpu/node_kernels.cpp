@@ -68,7 +68,7 @@ class FieldCollector {
   }
   void operator()(std::string_view name, const std::string& v, ir::FieldRole) { attribute(name, kernel::Value(v)); }
   template <class T>
-    requires std::is_arithmetic_v<T>
+  requires std::is_arithmetic_v<T>
   void operator()(std::string_view name, const T& v, ir::FieldRole) {
     if constexpr (std::is_same_v<T, bool>) {
       attribute(name, kernel::Value(v));
@@ -183,7 +183,9 @@ class FieldMappingCheck {
   void operator()(std::string_view name, const ir::Tid&, ir::FieldRole role) {
     const kernel::TensorSpec* t = role == ir::FieldRole::Write ? spec_.output(name) : spec_.input(name);
     if (role == ir::FieldRole::ReadWrite) fail(name, "is read and written in place, which no spec can take");
-    if (!t || !t->list.empty()) fail(name, std::string("is a tensor, and the spec has no ") + (role == ir::FieldRole::Write ? "output" : "input") + " of that name");
+    if (!t || !t->list.empty())
+      fail(name, std::string("is a tensor, and the spec has no ") + (role == ir::FieldRole::Write ? "output" : "input") +
+                     " of that name");
     mapped_.push_back(t->name);
   }
   void operator()(std::string_view name, const std::vector<ir::Tid>&, ir::FieldRole role) {
@@ -240,13 +242,14 @@ kernel::ObjectScope decomposition_scope(const NodeRequest& r) {
     shapes[name] = kernel::Value::int_list(desc.shape);
     ranks[name] = kernel::Value(static_cast<int64_t>(desc.shape.size()));
   }
-  return kernel::ObjectScope(kernel::Object{{"attrs", kernel::Value(attrs)}, {"shapes", kernel::Value(shapes)}, {"ranks", kernel::Value(ranks)}});
+  return kernel::ObjectScope(
+      kernel::Object{{"attrs", kernel::Value(attrs)}, {"shapes", kernel::Value(shapes)}, {"ranks", kernel::Value(ranks)}});
 }
 
 // Runs one step of a decomposition on `previous` (and the node's tensors); returns its output, or
 // the reason it does not fit the GPU.
-std::variant<Tensor, std::string> run_step(const WebGpuState& state, const kernel::DecompositionStep& step, const kernel::Scope& scope,
-                                            const NodeRequest& r, const Tensor& previous) {
+std::variant<Tensor, std::string> run_step(const WebGpuState& state, const kernel::DecompositionStep& step,
+                                           const kernel::Scope& scope, const NodeRequest& r, const Tensor& previous) {
   const kernel::KernelSpec& spec = *state.gpu->engine().find("mlx", step.op);
   kernel::KernelRequest request;
   std::map<std::string, Tensor> inputs;
@@ -279,7 +282,8 @@ std::optional<std::string> run_decomposition(ExecContext& ctx, const WebGpuState
     const kernel::Value list = step.loop_list ? step.loop_list->evaluate(base) : kernel::Value(once);
     if (!list.is_list()) return step.path + ": `in` is not a list";
     for (const kernel::Value& element : list.as_list()) {
-      const kernel::ObjectScope scope(step.loop_variable.empty() ? kernel::Object{} : kernel::Object{{step.loop_variable, element}}, &base);
+      const kernel::ObjectScope scope(
+          step.loop_variable.empty() ? kernel::Object{} : kernel::Object{{step.loop_variable, element}}, &base);
       auto result = run_step(state, step, scope, r, previous);
       if (auto* why_not = std::get_if<std::string>(&result)) return *why_not;
       previous = std::move(std::get<Tensor>(result));
@@ -307,9 +311,14 @@ template <class N>
 void check_decomposition(const kernel::Decomposition& d, const kernel::Engine& engine) {
   TensorFieldNames fields;
   ir::for_each_field(N{}, fields);
-  const auto is_field = [&](const std::string& n) { return std::find(fields.names.begin(), fields.names.end(), n) != fields.names.end(); };
-  const auto fail = [&](const std::string& what) { throw Error(ErrorCode::InvalidFormat, d.file + ": " + d.domain + "." + d.op + ": " + what); };
-  if (!is_field(d.input) || !is_field(d.output)) fail("input '" + d.input + "' and output '" + d.output + "' must be tensor fields of the node");
+  const auto is_field = [&](const std::string& n) {
+    return std::find(fields.names.begin(), fields.names.end(), n) != fields.names.end();
+  };
+  const auto fail = [&](const std::string& what) {
+    throw Error(ErrorCode::InvalidFormat, d.file + ": " + d.domain + "." + d.op + ": " + what);
+  };
+  if (!is_field(d.input) || !is_field(d.output))
+    fail("input '" + d.input + "' and output '" + d.output + "' must be tensor fields of the node");
   for (const kernel::DecompositionStep& step : d.steps) {
     const kernel::KernelSpec* spec = engine.find(d.domain, step.op);
     if (!spec || spec->view) fail(step.path + ": '" + step.op + "' has no kernel spec");
@@ -340,13 +349,17 @@ void register_node(const GpuContext& gpu, runtime::KernelTable& table) {
 }
 
 kernel::Value attribute_value(const ir::OnnxAttribute::Value& v) {
-  return std::visit([](const auto& a) -> kernel::Value {
-    using A = std::decay_t<decltype(a)>;
-    if constexpr (std::is_same_v<A, std::vector<int64_t>>) return kernel::Value::int_list(a);
-    else if constexpr (std::is_same_v<A, std::vector<double>> || std::is_same_v<A, std::vector<std::string>>)
-      return kernel::Value(kernel::List(a.begin(), a.end()));
-    else return kernel::Value(a);
-  }, v);
+  return std::visit(
+      [](const auto& a) -> kernel::Value {
+        using A = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<A, std::vector<int64_t>>)
+          return kernel::Value::int_list(a);
+        else if constexpr (std::is_same_v<A, std::vector<double>> || std::is_same_v<A, std::vector<std::string>>)
+          return kernel::Value(kernel::List(a.begin(), a.end()));
+        else
+          return kernel::Value(a);
+      },
+      v);
 }
 
 // A kept ONNX op's operands by position, named as the spec declares its inputs and outputs.
@@ -375,9 +388,8 @@ void run_onnx_op(const ir::OnnxOp& op, ExecContext& ctx) {
 }  // namespace
 
 void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cpu, runtime::KernelTable& table) {
-  [&]<size_t... I>(std::index_sequence<I...>) {
-    (register_node<std::variant_alternative_t<I, ir::Node>>(gpu, table), ...);
-  }(std::make_index_sequence<std::variant_size_v<ir::Node>>{});
+  [&]<size_t... I>(std::index_sequence<I...>) { (register_node<std::variant_alternative_t<I, ir::Node>>(gpu, table), ...); }
+  (std::make_index_sequence<std::variant_size_v<ir::Node>>{});
   for (const auto& [key, kernel] : cpu.onnx_kernels())
     if (gpu.engine().find(key.first, key.second)) table.add_onnx(key.first, key.second, run_onnx_op);
 }

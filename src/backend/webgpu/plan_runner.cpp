@@ -12,8 +12,8 @@ using Buffers = GpuBuffers;
   throw Error(ErrorCode::Runtime, plan.op + " (" + plan.variant + "): " + message);
 }
 
-std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& context,
-                                            const kernel::KernelPlan& plan, Buffers& buffers) {
+std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
+                                            Buffers& buffers) {
   std::map<std::string, Tensor> outputs;
   for (const kernel::PlanTensor& t : plan.tensors) {
     if (!t.is_output) continue;
@@ -51,8 +51,7 @@ gpu::KernelSource kernel_of(const kernel::KernelPlan& plan, const kernel::PlanPa
   return k;
 }
 
-void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kernel::PlanPass& pass,
-                 const Buffers& buffers) {
+void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kernel::PlanPass& pass, const Buffers& buffers) {
   const gpu::Kernel* found = context.find_kernel(pass);
   const gpu::Kernel& kernel = found ? *found : context.add_kernel(pass, kernel_of(plan, pass));
   std::vector<gpu::BufferRange> ranges;
@@ -60,9 +59,8 @@ void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kern
     if (b.role != kernel::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->range());
   const gpu::Grid grid{pass.dispatch[0], pass.dispatch[1], pass.dispatch[2]};
   if (grid.workgroups() == 0) return;
-  context.recorder().dispatch(kernel, ranges,
-                              std::span(reinterpret_cast<const std::byte*>(pass.params.data()), pass.params.size()),
-                              grid, pass.name);
+  context.recorder().dispatch(
+      kernel, ranges, std::span(reinterpret_cast<const std::byte*>(pass.params.data()), pass.params.size()), grid, pass.name);
 }
 
 }  // namespace

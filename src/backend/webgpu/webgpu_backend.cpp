@@ -2,8 +2,7 @@
 
 namespace wgml::backend::webgpu {
 
-WebGpuBackend::WebGpuBackend(const GpuOptions& options)
-    : gpu_(std::make_shared<GpuContext>(options)) {
+WebGpuBackend::WebGpuBackend(const GpuOptions& options) : gpu_(std::make_shared<GpuContext>(options)) {
   table_ = cpu_.kernels();
   register_node_kernels(*gpu_, cpu_.kernels(), table_);
 }

@@ -20,7 +20,7 @@ struct Placement {
   std::map<std::string, uint64_t> on_gpu;
   std::map<std::string, uint64_t> views;  // shape changes of a GPU buffer: nothing runs
   std::map<std::string, uint64_t> on_cpu;
-  std::map<std::string, double> cpu_ms;  // wall time of the fallbacks, reads of GPU results included
+  std::map<std::string, double> cpu_ms;                // wall time of the fallbacks, reads of GPU results included
   std::map<std::string, std::string> fallback_reason;  // the last one per op
 };
 

@@ -89,9 +89,7 @@ bool Value::dims_known() const {
   return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
 }
 
-Lowering::Lowering(std::string source) : source_(std::move(source)) {
-  chains_.emplace_back();
-}
+Lowering::Lowering(std::string source) : source_(std::move(source)) { chains_.emplace_back(); }
 
 ir::Tid Lowering::new_slot(SlotClass c) {
   slot_classes_.push_back(c);
@@ -178,8 +176,7 @@ bool Lowering::has_value(const std::string& name) const { return values_.count(n
 
 const Value& Lowering::value(const std::string& name) const {
   auto it = values_.find(name);
-  if (it == values_.end())
-    throw Error(ErrorCode::InvalidProgram, source_ + ": value '" + name + "' is not defined");
+  if (it == values_.end()) throw Error(ErrorCode::InvalidProgram, source_ + ": value '" + name + "' is not defined");
   return it->second;
 }
 
@@ -200,9 +197,7 @@ ir::Tid Lowering::tensor(const Value& v) {
 
 ir::Tid Lowering::tensor_from_elements(const Value& v) {
   const auto st = scalar_type(v.dtype);
-  if (!st)
-    throw Error(ErrorCode::Unsupported,
-                source_ + ": shape values of dtype " + std::string(dtype_name(v.dtype)));
+  if (!st) throw Error(ErrorCode::Unsupported, source_ + ": shape values of dtype " + std::string(dtype_name(v.dtype)));
   std::vector<ir::Tid> parts;
   std::vector<int64_t> run;
   auto flush_literals = [&] {
@@ -219,8 +214,7 @@ ir::Tid Lowering::tensor_from_elements(const Value& v) {
     }
     flush_literals();
     const ir::Tid part = new_temp();
-    emit(ir::ARangeNode{.out = part, .start = e, .stop = add(e, literal(1)), .step = literal(1),
-                        .scalar_type = *st});
+    emit(ir::ARangeNode{.out = part, .start = e, .stop = add(e, literal(1)), .step = literal(1), .scalar_type = *st});
     parts.push_back(part);
   }
   flush_literals();
@@ -254,8 +248,8 @@ Value Lowering::constant_value(const Tensor& t) {
 }
 
 void fail_rank(size_t index, size_t size) {
-  throw Error(ErrorCode::InvalidProgram, "expected a value of rank above " + std::to_string(index) +
-                                             ", found rank " + std::to_string(size));
+  throw Error(ErrorCode::InvalidProgram,
+              "expected a value of rank above " + std::to_string(index) + ", found rank " + std::to_string(size));
 }
 
 ir::IntOrVid Lowering::dim(const Value& v, int axis) {
@@ -301,8 +295,7 @@ std::optional<std::vector<int64_t>> Lowering::literal_ints(const Value& v) const
 std::vector<ir::IntOrVid> Lowering::int_elements(const Value& v, const std::string& what) {
   if (auto known = known_elements(v)) return *known;
   if (v.rank() > 1 || is_floating(v.dtype))
-    throw Error(ErrorCode::InvalidProgram,
-                source_ + ": " + what + ": expected an integer scalar or vector");
+    throw Error(ErrorCode::InvalidProgram, source_ + ": " + what + ": expected an integer scalar or vector");
   const ir::Tid t = tensor(v);
   if (v.rank() == 0) {
     const ir::Vid out = new_value();
@@ -310,13 +303,11 @@ std::vector<ir::IntOrVid> Lowering::int_elements(const Value& v, const std::stri
     return {slot(out)};
   }
   if (v.dims[0] < 0 || v.dims[0] > kMaxKnownElements)
-    throw Error(ErrorCode::Unsupported,
-                source_ + ": " + what + ": its length must be known at load time");
+    throw Error(ErrorCode::Unsupported, source_ + ": " + what + ": its length must be known at load time");
   std::vector<ir::IntOrVid> out;
   for (int64_t i = 0; i < v.dims[0]; ++i) {
     const ir::Tid element = new_temp();
-    emit(ir::TakeNode{.x = t, .out = element, .index = {i, {}, {}, ir::IntOrVidOrTid::Literal},
-                      .axis = 0});
+    emit(ir::TakeNode{.x = t, .out = element, .index = {i, {}, {}, ir::IntOrVidOrTid::Literal}, .axis = 0});
     const ir::Vid value = new_value();
     emit(ir::ItemIntNode{.x = element, .out = value});
     out.push_back(slot(value));
@@ -387,9 +378,12 @@ void Lowering::add_output(const std::string& name, const Value& v, std::vector<i
   ir::TensorMeta meta;
   meta.dtype = v.dtype;
   for (int d = 0; d < v.rank(); ++d) {
-    if (v.dims[d] >= 0) meta.shape.push_back(ir::Dim{static_cast<int32_t>(v.dims[d]), 0, -1});
-    else if (static_cast<size_t>(d) < declared.size()) meta.shape.push_back(declared[d]);
-    else meta.shape.push_back(ir::Dim{});
+    if (v.dims[d] >= 0)
+      meta.shape.push_back(ir::Dim{static_cast<int32_t>(v.dims[d]), 0, -1});
+    else if (static_cast<size_t>(d) < declared.size())
+      meta.shape.push_back(declared[d]);
+    else
+      meta.shape.push_back(ir::Dim{});
   }
   slot_meta_[out.idx] = std::move(meta);
   emit(ir::IdCopyNode{.x = source, .out = out});
@@ -444,9 +438,7 @@ ir::Program Lowering::finish(ir::NamedData& named) {
 NodeLowering::NodeLowering(Lowering& lowering, const pb::NodeProto& n, int64_t op_opset)
     : g(lowering), node(n), opset(op_opset) {}
 
-std::string NodeLowering::where() const {
-  return "node '" + node.name() + "' (" + node.op_type() + ")";
-}
+std::string NodeLowering::where() const { return "node '" + node.name() + "' (" + node.op_type() + ")"; }
 
 void NodeLowering::fail(const std::string& expected) const {
   throw Error(ErrorCode::InvalidProgram, g.source() + ": " + where() + ": expected " + expected);
@@ -456,9 +448,7 @@ void NodeLowering::unsupported(const std::string& what) const {
   throw Error(ErrorCode::Unsupported, versioned_label(node, opset) + ": " + what);
 }
 
-bool NodeLowering::has_input(size_t i) const {
-  return i < num_inputs() && !node.input(static_cast<int>(i)).empty();
-}
+bool NodeLowering::has_input(size_t i) const { return i < num_inputs() && !node.input(static_cast<int>(i)).empty(); }
 
 const Value& NodeLowering::in(size_t i) const {
   if (!has_input(i)) fail("input " + std::to_string(i) + ", found none");
@@ -470,9 +460,7 @@ ir::Tid NodeLowering::in_tensor(size_t i) {
   return g.tensor_of(node.input(static_cast<int>(i)));
 }
 
-bool NodeLowering::wants_output(size_t i) const {
-  return i < num_outputs() && !node.output(static_cast<int>(i)).empty();
-}
+bool NodeLowering::wants_output(size_t i) const { return i < num_outputs() && !node.output(static_cast<int>(i)).empty(); }
 
 void NodeLowering::set_output(size_t i, Value v) {
   if (wants_output(i)) g.define(node.output(static_cast<int>(i)), std::move(v));
@@ -491,24 +479,21 @@ const pb::AttributeProto* NodeLowering::attr(const std::string& name) const {
 int64_t NodeLowering::attr_int(const std::string& name, int64_t fallback) const {
   const pb::AttributeProto* a = attr(name);
   if (!a) return fallback;
-  if (a->type() != pb::AttributeProto::INT && !a->has_i())
-    fail("attribute '" + name + "' to be an int");
+  if (a->type() != pb::AttributeProto::INT && !a->has_i()) fail("attribute '" + name + "' to be an int");
   return a->i();
 }
 
 float NodeLowering::attr_float(const std::string& name, float fallback) const {
   const pb::AttributeProto* a = attr(name);
   if (!a) return fallback;
-  if (a->type() != pb::AttributeProto::FLOAT && !a->has_f())
-    fail("attribute '" + name + "' to be a float");
+  if (a->type() != pb::AttributeProto::FLOAT && !a->has_f()) fail("attribute '" + name + "' to be a float");
   return a->f();
 }
 
 std::string NodeLowering::attr_string(const std::string& name, const std::string& fallback) const {
   const pb::AttributeProto* a = attr(name);
   if (!a) return fallback;
-  if (a->type() != pb::AttributeProto::STRING && !a->has_s())
-    fail("attribute '" + name + "' to be a string");
+  if (a->type() != pb::AttributeProto::STRING && !a->has_s()) fail("attribute '" + name + "' to be a string");
   return a->s();
 }
 
@@ -546,16 +531,13 @@ std::vector<int64_t> NodeLowering::literal_ints_input(size_t i, const std::strin
 
 int NodeLowering::axis(int64_t a, int rank) const {
   if (a < -rank || a >= rank)
-    fail("an axis in [" + std::to_string(-rank) + ", " + std::to_string(rank) + "), found " +
-         std::to_string(a));
+    fail("an axis in [" + std::to_string(-rank) + ", " + std::to_string(rank) + "), found " + std::to_string(a));
   return static_cast<int>(a < 0 ? a + rank : a);
 }
 
 ir::Tid NodeLowering::scalar(double v, DType dtype) { return g.scalar_constant(v, dtype); }
 
-ir::Tid NodeLowering::cast(ir::Tid x, DType from, DType to) {
-  return from == to ? x : convert(x, to);
-}
+ir::Tid NodeLowering::cast(ir::Tid x, DType from, DType to) { return from == to ? x : convert(x, to); }
 
 ir::Tid NodeLowering::convert(ir::Tid x, DType to) {
   const ir::Tid out = g.new_temp();
@@ -595,9 +577,15 @@ ir::OnnxOp NodeLowering::kept_op() {
     op.outputs.push_back(wants_output(i) ? std::optional<ir::Tid>(g.new_temp()) : std::nullopt);
   for (const pb::AttributeProto& a : node.attribute()) {
     switch (a.type()) {
-      case pb::AttributeProto::INT: op.attributes.push_back({a.name(), a.i()}); break;
-      case pb::AttributeProto::FLOAT: op.attributes.push_back({a.name(), double{a.f()}}); break;
-      case pb::AttributeProto::STRING: op.attributes.push_back({a.name(), a.s()}); break;
+      case pb::AttributeProto::INT:
+        op.attributes.push_back({a.name(), a.i()});
+        break;
+      case pb::AttributeProto::FLOAT:
+        op.attributes.push_back({a.name(), double{a.f()}});
+        break;
+      case pb::AttributeProto::STRING:
+        op.attributes.push_back({a.name(), a.s()});
+        break;
       case pb::AttributeProto::INTS:
         op.attributes.push_back({a.name(), std::vector<int64_t>(a.ints().begin(), a.ints().end())});
         break;
@@ -607,7 +595,8 @@ ir::OnnxOp NodeLowering::kept_op() {
       case pb::AttributeProto::STRINGS:
         op.attributes.push_back({a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end())});
         break;
-      default: unsupported("attribute '" + a.name() + "' of this type");
+      default:
+        unsupported("attribute '" + a.name() + "' of this type");
     }
   }
   return op;

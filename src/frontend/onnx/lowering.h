@@ -34,7 +34,9 @@ class Checked : public std::vector<T> {
   using std::vector<T>::vector;
   Checked(const std::vector<T>& v) : std::vector<T>(v) {}
   Checked(std::vector<T>&& v) : std::vector<T>(std::move(v)) {}
-  T& operator[](size_t i) { return i < this->size() ? std::vector<T>::operator[](i) : (fail_rank(i, this->size()), this->front()); }
+  T& operator[](size_t i) {
+    return i < this->size() ? std::vector<T>::operator[](i) : (fail_rank(i, this->size()), this->front());
+  }
   const T& operator[](size_t i) const {
     return i < this->size() ? std::vector<T>::operator[](i) : (fail_rank(i, this->size()), this->front());
   }
@@ -164,9 +166,9 @@ class NodeLowering {
   const pb::NodeProto& node;
   const int64_t opset;
 
-  std::string where() const;  // "node 'name' (OpType)"
-  [[noreturn]] void fail(const std::string& expected) const;        // malformed: InvalidProgram
-  [[noreturn]] void unsupported(const std::string& what) const;     // valid but not handled here
+  std::string where() const;                                     // "node 'name' (OpType)"
+  [[noreturn]] void fail(const std::string& expected) const;     // malformed: InvalidProgram
+  [[noreturn]] void unsupported(const std::string& what) const;  // valid but not handled here
 
   size_t num_inputs() const { return static_cast<size_t>(node.input_size()); }
   bool has_input(size_t i) const;
@@ -205,7 +207,7 @@ class NodeLowering {
     g.emit(N{.a = a, .b = b, .out = out});
     return out;
   }
-  ir::Tid scalar(double v, DType dtype);  // a 0-D constant
+  ir::Tid scalar(double v, DType dtype);          // a 0-D constant
   ir::Tid cast(ir::Tid x, DType from, DType to);  // x itself when from == to
   ir::Tid convert(ir::Tid x, DType to);           // always emits the conversion
   ir::Tid reshape(ir::Tid x, const std::vector<ir::IntOrVid>& shape);

@@ -28,27 +28,21 @@ const std::vector<OpRule>& all_rules() {
   return rules;
 }
 
-std::string normalized_domain(const std::string& domain) {
-  return domain == "ai.onnx" ? std::string() : domain;
-}
+std::string normalized_domain(const std::string& domain) { return domain == "ai.onnx" ? std::string() : domain; }
 
-std::string node_label(const pb::NodeProto& n) {
-  return "node '" + n.name() + "' (" + n.op_type() + ")";
-}
+std::string node_label(const pb::NodeProto& n) { return "node '" + n.name() + "' (" + n.op_type() + ")"; }
 
 // Nodes in an order where every input is produced before it is read. ONNX requires graphs to be
 // sorted; this also accepts unsorted ones and names the nodes of a cycle or a missing input.
-std::vector<int> topological_order(const Lowering& g, const pb::GraphProto& graph,
-                                   const std::string& source) {
+std::vector<int> topological_order(const Lowering& g, const pb::GraphProto& graph, const std::string& source) {
   const int n = graph.node_size();
   std::map<std::string, int> producer;
   for (int i = 0; i < n; ++i)
     for (const std::string& out : graph.node(i).output()) {
       if (out.empty()) continue;
       if (!producer.emplace(out, i).second || g.has_value(out))
-        throw Error(ErrorCode::InvalidProgram,
-                    source + ": " + node_label(graph.node(i)) + ": output '" + out +
-                        "' is already defined (ONNX values are assigned once)");
+        throw Error(ErrorCode::InvalidProgram, source + ": " + node_label(graph.node(i)) + ": output '" + out +
+                                                   "' is already defined (ONNX values are assigned once)");
     }
   std::vector<int> pending(n, 0);
   std::vector<std::vector<int>> consumers(n);
@@ -57,9 +51,8 @@ std::vector<int> topological_order(const Lowering& g, const pb::GraphProto& grap
       if (in.empty() || g.has_value(in) || g.poisoned.count(in)) continue;
       auto it = producer.find(in);
       if (it == producer.end())
-        throw Error(ErrorCode::InvalidProgram,
-                    source + ": " + node_label(graph.node(i)) + ": input '" + in +
-                        "' is no graph input, initializer or node output");
+        throw Error(ErrorCode::InvalidProgram, source + ": " + node_label(graph.node(i)) + ": input '" + in +
+                                                   "' is no graph input, initializer or node output");
       ++pending[i];
       consumers[it->second].push_back(i);
     }
@@ -79,8 +72,7 @@ std::vector<int> topological_order(const Lowering& g, const pb::GraphProto& grap
     for (int i = 0; i < n; ++i)
       if (pending[i] > 0) cycle += (cycle.empty() ? "" : ", ") + node_label(graph.node(i));
     throw Error(ErrorCode::InvalidProgram,
-                source + ": the graph has a cycle: expected an acyclic graph, found " + cycle +
-                    " waiting on each other");
+                source + ": the graph has a cycle: expected an acyclic graph, found " + cycle + " waiting on each other");
   }
   return order;
 }
@@ -102,9 +94,8 @@ void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>
   const std::string domain = normalized_domain(node.domain());
   auto opset_it = g.opsets.find(domain);
   if (opset_it == g.opsets.end())
-    throw Error(ErrorCode::InvalidProgram,
-                g.source() + ": " + node_label(node) + ": the model imports no opset for domain '" +
-                    (domain.empty() ? "ai.onnx" : domain) + "'");
+    throw Error(ErrorCode::InvalidProgram, g.source() + ": " + node_label(node) + ": the model imports no opset for domain '" +
+                                               (domain.empty() ? "ai.onnx" : domain) + "'");
   const OpRule* rule = find_rule(domain, node.op_type(), opset_it->second);
   if (!rule) unsupported.push_back({versioned_label(node, opset_it->second) + ": no lowering for this op"});
   if (!rule || reads_poisoned(g, node)) return poison_outputs(g, node);
@@ -156,8 +147,7 @@ void define_inputs(Lowering& g, const pb::GraphProto& graph, std::vector<Unsuppo
       g.poisoned.insert(in.name());
       continue;
     }
-    if (!tt.has_shape())
-      throw Error(ErrorCode::Unsupported, g.source() + ": " + where + ": inputs of unknown rank");
+    if (!tt.has_shape()) throw Error(ErrorCode::Unsupported, g.source() + ": " + where + ": inputs of unknown rank");
     ir::TensorMeta meta;
     meta.dtype = *dtype;
     meta.shape = declared_dims(tt);
@@ -168,8 +158,7 @@ void define_inputs(Lowering& g, const pb::GraphProto& graph, std::vector<Unsuppo
   }
 }
 
-void define_initializers(Lowering& g, const pb::GraphProto& graph,
-                         std::vector<Unsupported>& unsupported) {
+void define_initializers(Lowering& g, const pb::GraphProto& graph, std::vector<Unsupported>& unsupported) {
   for (const pb::TensorProto& t : graph.initializer()) {
     try {
       g.define(t.name(), g.constant_value(g.load_tensor(t, "initializer '" + t.name() + "'")));
@@ -187,8 +176,7 @@ void define_outputs(Lowering& g, const pb::GraphProto& graph) {
   for (const pb::ValueInfoProto& out : graph.output()) {
     if (g.poisoned.count(out.name())) continue;
     if (!g.has_value(out.name()))
-      throw Error(ErrorCode::InvalidProgram,
-                  g.source() + ": graph output '" + out.name() + "' is produced by no node");
+      throw Error(ErrorCode::InvalidProgram, g.source() + ": graph output '" + out.name() + "' is produced by no node");
     const auto& tt = out.type().tensor_type();
     g.add_output(out.name(), g.value(out.name()), declared_dims(tt));
   }
@@ -196,24 +184,21 @@ void define_outputs(Lowering& g, const pb::GraphProto& graph) {
 
 std::map<std::string, int64_t> read_opsets(const pb::ModelProto& m, const std::string& source) {
   std::map<std::string, int64_t> opsets;
-  for (const pb::OperatorSetIdProto& o : m.opset_import())
-    opsets[normalized_domain(o.domain())] = o.version();
+  for (const pb::OperatorSetIdProto& o : m.opset_import()) opsets[normalized_domain(o.domain())] = o.version();
   auto it = opsets.find("");
   if (it != opsets.end() && (it->second < 1 || it->second > kMaxOpset))
-    throw Error(ErrorCode::Unsupported, source + ": opset_import: expected an ai.onnx opset in [1, " +
-                                            std::to_string(kMaxOpset) + "], found " +
-                                            std::to_string(it->second));
+    throw Error(ErrorCode::Unsupported, source + ": opset_import: expected an ai.onnx opset in [1, " + std::to_string(kMaxOpset) +
+                                            "], found " + std::to_string(it->second));
   return opsets;
 }
 
 void describe(ir::Model& model, const pb::ModelProto& m, const pb::GraphProto& graph) {
   model.source_info["ir_version"] = std::to_string(m.ir_version());
-  if (!m.producer_name().empty())
-    model.source_info["producer"] = m.producer_name() + " " + m.producer_version();
+  if (!m.producer_name().empty()) model.source_info["producer"] = m.producer_name() + " " + m.producer_version();
   std::string opsets;
   for (const pb::OperatorSetIdProto& o : m.opset_import())
-    opsets += (opsets.empty() ? "" : ", ") + (o.domain().empty() ? std::string("ai.onnx") : o.domain()) +
-              " " + std::to_string(o.version());
+    opsets += (opsets.empty() ? "" : ", ") + (o.domain().empty() ? std::string("ai.onnx") : o.domain()) + " " +
+              std::to_string(o.version());
   model.source_info["opsets"] = opsets;
   model.source_info["graph"] = graph.name();
   model.source_info["initializers"] = std::to_string(graph.initializer_size());
@@ -231,9 +216,7 @@ std::string list_unsupported(const std::vector<Unsupported>& unsupported) {
 const OpRule* find_rule(const std::string& domain, const std::string& op_type, int64_t opset) {
   const OpRule* best = nullptr;
   for (const OpRule& r : all_rules())
-    if (r.domain == domain && r.op_type == op_type && r.since <= opset &&
-        (!best || r.since > best->since))
-      best = &r;
+    if (r.domain == domain && r.op_type == op_type && r.since <= opset && (!best || r.since > best->since)) best = &r;
   return best;
 }
 
@@ -241,20 +224,17 @@ void lower_nodes(Lowering& g, const pb::GraphProto& graph, std::vector<Unsupport
   for (int i : topological_order(g, graph, g.source())) lower_node(g, graph.node(i), unsupported);
 }
 
-bool has_onnx_extension(const std::string& path) {
-  return std::filesystem::path(path).extension() == ".onnx";
-}
+bool has_onnx_extension(const std::string& path) { return std::filesystem::path(path).extension() == ".onnx"; }
 
 ir::Model load_onnx_model(const std::string& path, const io::ByteView& file) {
   auto proto = std::make_shared<pb::ModelProto>();
   if (file.size > INT_MAX)
-    throw Error(ErrorCode::Unsupported,
-                path + ": ONNX files over 2 GiB must keep their weights as external data");
+    throw Error(ErrorCode::Unsupported, path + ": ONNX files over 2 GiB must keep their weights as external data");
   if (!proto->ParseFromArray(file.data, static_cast<int>(file.size)))
-    throw Error(ErrorCode::InvalidFormat, path + ": expected a serialized ONNX ModelProto "
-                                                 "(protobuf), found bytes that do not parse");
-  if (!proto->has_graph())
-    throw Error(ErrorCode::InvalidFormat, path + ": expected a ModelProto with a graph, found none");
+    throw Error(ErrorCode::InvalidFormat, path +
+                                              ": expected a serialized ONNX ModelProto "
+                                              "(protobuf), found bytes that do not parse");
+  if (!proto->has_graph()) throw Error(ErrorCode::InvalidFormat, path + ": expected a ModelProto with a graph, found none");
   const pb::GraphProto& graph = proto->graph();
 
   ir::Model model;
@@ -265,17 +245,14 @@ ir::Model load_onnx_model(const std::string& path, const io::ByteView& file) {
   Lowering g(path);
   g.opsets = read_opsets(*proto, path);
   const TensorSource source{path, std::filesystem::path(path).parent_path().string(), proto};
-  g.load_tensor = [source](const pb::TensorProto& t, const std::string& where) {
-    return tensor_from_proto(t, source, where);
-  };
+  g.load_tensor = [source](const pb::TensorProto& t, const std::string& where) { return tensor_from_proto(t, source, where); };
   std::vector<Unsupported> unsupported;
   define_initializers(g, graph, unsupported);
   define_inputs(g, graph, unsupported);
   lower_nodes(g, graph, unsupported);
   if (!unsupported.empty())
-    throw Error(ErrorCode::Unsupported,
-                path + ": " + std::to_string(unsupported.size()) +
-                    " unsupported op, opset or dtype use(s):" + list_unsupported(unsupported));
+    throw Error(ErrorCode::Unsupported, path + ": " + std::to_string(unsupported.size()) +
+                                            " unsupported op, opset or dtype use(s):" + list_unsupported(unsupported));
   define_outputs(g, graph);
   model.program = g.finish(model.named_data);
   ir::validate_program(model.program, path);

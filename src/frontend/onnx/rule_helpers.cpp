@@ -15,10 +15,14 @@ Dims broadcast_dims(const Dims& a, const Dims& b) {
   for (size_t i = 0; i < rank; ++i) {
     const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == 1) out[i] = db;
-    else if (db == 1) out[i] = da;
-    else if (da >= 0) out[i] = da;  // equal where both are known, or the known one
-    else out[i] = db;
+    if (da == 1)
+      out[i] = db;
+    else if (db == 1)
+      out[i] = da;
+    else if (da >= 0)
+      out[i] = da;  // equal where both are known, or the known one
+    else
+      out[i] = db;
   }
   return out;
 }
@@ -63,8 +67,7 @@ Tid scalar_of(NodeLowering& n, IntOrVid v, DType dtype) {
   // ARange gives the exact integer; a Full would pass it through float32.
   const auto st = scalar_type(DType::Int64);
   const Tid one = n.g.new_temp();
-  n.g.emit(ARangeNode{.out = one, .start = v, .stop = n.g.add(v, literal(1)), .step = literal(1),
-                      .scalar_type = *st});
+  n.g.emit(ARangeNode{.out = one, .start = v, .stop = n.g.add(v, literal(1)), .step = literal(1), .scalar_type = *st});
   return n.cast(n.reshape(one, {}), DType::Int64, dtype);
 }
 
@@ -137,9 +140,7 @@ void keep_elementwise(NodeLowering& n, DType dtype) {
   keep(n, {dtype}, {dims});
 }
 
-bool known_only_at_run_time(NodeLowering& n, size_t input) {
-  return n.has_input(input) && !n.g.literal_ints(n.in(input));
-}
+bool known_only_at_run_time(NodeLowering& n, size_t input) { return n.has_input(input) && !n.g.literal_ints(n.in(input)); }
 
 void keep_with_rank(NodeLowering& n, DType dtype, int rank) {
   keep(n, {dtype}, {Dims(static_cast<size_t>(std::max(rank, 0)), kUnknownDim)});
@@ -151,8 +152,7 @@ int64_t static_length(NodeLowering& n, size_t input, const std::string& what) {
   return v.dims[0];
 }
 
-std::optional<std::vector<int64_t>> axes_attr_or_input(NodeLowering& n, int since_opset_as_input,
-                                                       size_t input) {
+std::optional<std::vector<int64_t>> axes_attr_or_input(NodeLowering& n, int since_opset_as_input, size_t input) {
   if (n.opset < since_opset_as_input) {
     if (!n.attr("axes")) return std::nullopt;
     return n.attr_ints("axes");

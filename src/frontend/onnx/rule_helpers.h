@@ -20,11 +20,10 @@ ir::Tid full_like(NodeLowering& n, ir::Tid x, double v, DType dtype);
 ir::Tid full(NodeLowering& n, const std::vector<ir::IntOrVid>& shape, double v, DType dtype);
 // A 0-D tensor holding a value slot (or literal), e.g. a dimension known only at run time.
 ir::Tid scalar_of(NodeLowering& n, ir::IntOrVid v, DType dtype);
-ir::Tid slice_axis(NodeLowering& n, ir::Tid x, int axis, ir::IntOrVid start, ir::IntOrVid stop,
-                   int32_t step = 1);
+ir::Tid slice_axis(NodeLowering& n, ir::Tid x, int axis, ir::IntOrVid start, ir::IntOrVid stop, int32_t step = 1);
 ir::Tid expand_dims(NodeLowering& n, ir::Tid x, int axis);
 ir::Tid concat_op(NodeLowering& n, const std::vector<ir::Tid>& parts, int axis);
-ir::Tid matmul_op(NodeLowering& n, ir::Tid a, ir::Tid b);  // batched, broadcast batch dims
+ir::Tid matmul_op(NodeLowering& n, ir::Tid a, ir::Tid b);         // batched, broadcast batch dims
 ir::Tid arange(NodeLowering& n, ir::IntOrVid stop, DType dtype);  // 0, 1, ..., stop - 1
 ir::Tid squeeze_axes(NodeLowering& n, ir::Tid x, const std::vector<int>& axes);
 
@@ -51,7 +50,6 @@ void keep_with_rank(NodeLowering& n, DType dtype, int rank);
 int64_t static_length(NodeLowering& n, size_t input, const std::string& what);
 
 // Axes of a reduction or squeeze: from the attribute (older opsets) or input `input`.
-std::optional<std::vector<int64_t>> axes_attr_or_input(NodeLowering& n, int since_opset_as_input,
-                                                       size_t input);
+std::optional<std::vector<int64_t>> axes_attr_or_input(NodeLowering& n, int since_opset_as_input, size_t input);
 
 }  // namespace wgml::frontend::onnx

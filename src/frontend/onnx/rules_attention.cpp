@@ -21,9 +21,7 @@ Tid split_heads(NodeLowering& n, const Value& v, Tid t, int64_t heads) {
 }
 
 // Additive bias 0 where `allowed`, -inf elsewhere.
-Tid additive(NodeLowering& n, Tid allowed, DType t) {
-  return where_op(n, allowed, n.scalar(0, t), n.scalar(-kInf, t));
-}
+Tid additive(NodeLowering& n, Tid allowed, DType t) { return where_op(n, allowed, n.scalar(0, t), n.scalar(-kInf, t)); }
 
 // (i + offset) - j for query row i and key j: how far key j lies behind the query's position.
 // Causal attention allows distance >= 0; a sliding window bounds it on both sides.
@@ -33,9 +31,7 @@ Tid key_distance(NodeLowering& n, IntOrVid lq, IntOrVid lk, Tid offset) {
   return n.binary<SubtractNode>(n.binary<AddNode>(i, offset), j);
 }
 
-Tid add_bias(NodeLowering& n, std::optional<Tid> bias, Tid more) {
-  return bias ? n.binary<AddNode>(*bias, more) : more;
-}
+Tid add_bias(NodeLowering& n, std::optional<Tid> bias, Tid more) { return bias ? n.binary<AddNode>(*bias, more) : more; }
 
 void attention(NodeLowering& n) {
   const Value& q_in = n.in(0);
@@ -54,7 +50,8 @@ void attention(NodeLowering& n) {
   const int64_t kv_heads = three_d ? kv_heads_attr : n.in(1).dims[1];
   const int64_t head_size = three_d ? (q_in.dims[2] < 0 ? -1 : q_in.dims[2] / q_heads) : q_in.dims[3];
   if (q_heads < 0 || kv_heads < 0) n.unsupported("head counts known only at run time");
-  const Value q4 = Lowering::runtime(q, t, {three_d ? q_in.dims[0] : q_in.dims[0], q_heads, three_d ? q_in.dims[1] : q_in.dims[2], head_size});
+  const Value q4 =
+      Lowering::runtime(q, t, {three_d ? q_in.dims[0] : q_in.dims[0], q_heads, three_d ? q_in.dims[1] : q_in.dims[2], head_size});
   // KV cache: past entries come first along the sequence axis.
   const bool has_past = n.has_input(4) && n.has_input(5);
   if (has_past) {
@@ -81,7 +78,8 @@ void attention(NodeLowering& n) {
   const bool wants_qk = n.wants_output(3);
   const int64_t left = n.attr_int("left_window_size", -1), right = n.attr_int("right_window_size", -1);
   const bool windowed = left >= 0 || right >= 0;
-  Dims out_dims = three_d ? Dims{q_in.dims[0], q_in.dims[1], kUnknownDim} : Dims{q_in.dims[0], q_heads, q_in.dims[2], kUnknownDim};
+  Dims out_dims =
+      three_d ? Dims{q_in.dims[0], q_in.dims[1], kUnknownDim} : Dims{q_in.dims[0], q_heads, q_in.dims[2], kUnknownDim};
 
   // Grouped-query attention: each KV head serves q_heads / kv_heads query heads.
   auto repeat_heads = [&](Tid x) {
@@ -110,7 +108,10 @@ void attention(NodeLowering& n) {
         std::vector<IntOrVid> widths(2 * m.rank(), literal(0));
         widths.back() = literal(lk.literal - mask_len);
         const Tid padded = n.g.new_temp();
-        n.g.emit(PadNode{.x = mask, .out = padded, .pad_width = widths, .mode = "constant",
+        n.g.emit(PadNode{.x = mask,
+                         .out = padded,
+                         .pad_width = widths,
+                         .mode = "constant",
                          .constant_value = m.dtype == DType::Bool ? 0.0f : -std::numeric_limits<float>::infinity()});
         mask = padded;
       }
@@ -119,24 +120,29 @@ void attention(NodeLowering& n) {
     // Where the query block starts among the keys: after the cache, or per batch before the
     // padding, or at 0.
     Tid offset = n.scalar(0, DType::Int64);
-    if (has_past) offset = scalar_of(n, n.g.dim(Lowering::runtime(n.in_tensor(4), t, n.in(4).dims), 2), DType::Int64);
+    if (has_past)
+      offset = scalar_of(n, n.g.dim(Lowering::runtime(n.in_tensor(4), t, n.in(4).dims), 2), DType::Int64);
     else if (nonpad) {
       const Tid lengths = n.cast(n.in_tensor(6), n.in(6).dtype, DType::Int64);
-      offset = n.reshape(n.binary<SubtractNode>(lengths, scalar_of(n, lq, DType::Int64)), {literal(-1), literal(1), literal(1), literal(1)});
+      offset = n.reshape(n.binary<SubtractNode>(lengths, scalar_of(n, lq, DType::Int64)),
+                         {literal(-1), literal(1), literal(1), literal(1)});
     }
     if (causal || windowed) {
       const Tid distance = key_distance(n, lq, lk, offset);
       const Tid zero = n.scalar(0, DType::Int64);
       if (causal) bias = add_bias(n, bias, additive(n, n.binary<GreaterEqualNode>(distance, zero), t));
       if (left >= 0)
-        bias = add_bias(n, bias, additive(n, n.binary<LessEqualNode>(distance, n.scalar(static_cast<double>(left), DType::Int64)), t));
+        bias = add_bias(n, bias,
+                        additive(n, n.binary<LessEqualNode>(distance, n.scalar(static_cast<double>(left), DType::Int64)), t));
       if (right >= 0) {
         const Tid ahead = n.unary<NegNode>(distance);
-        bias = add_bias(n, bias, additive(n, n.binary<LessEqualNode>(ahead, n.scalar(static_cast<double>(right), DType::Int64)), t));
+        bias =
+            add_bias(n, bias, additive(n, n.binary<LessEqualNode>(ahead, n.scalar(static_cast<double>(right), DType::Int64)), t));
       }
     }
     if (nonpad) {
-      const Tid lengths = n.reshape(n.cast(n.in_tensor(6), n.in(6).dtype, DType::Int64), {literal(-1), literal(1), literal(1), literal(1)});
+      const Tid lengths =
+          n.reshape(n.cast(n.in_tensor(6), n.in(6).dtype, DType::Int64), {literal(-1), literal(1), literal(1), literal(1)});
       const Tid j = arange(n, lk, DType::Int64);
       bias = add_bias(n, bias, additive(n, n.binary<LessNode>(j, lengths), t));
     }
@@ -201,12 +207,14 @@ void flex_attention(NodeLowering& n) {
     if (kv_heads == 0 || q_heads % kv_heads != 0) n.fail("q heads divisible by kv heads");
     const auto s = n.g.shape_of(Lowering::runtime(x, t, Dims(4, kUnknownDim)));
     const Tid out = n.g.new_temp();
-    n.g.emit(BroadcastToNode{.x = expand_dims(n, x, 2), .out = out, .shape = {s[0], s[1], literal(q_heads / kv_heads), s[2], s[3]}});
+    n.g.emit(
+        BroadcastToNode{.x = expand_dims(n, x, 2), .out = out, .shape = {s[0], s[1], literal(q_heads / kv_heads), s[2], s[3]}});
     return n.reshape(out, {s[0], literal(q_heads), s[2], s[3]});
   };
   const Tid root = n.scalar(std::sqrt(static_cast<float>(scale)), t);
   const Tid kt = n.transpose(n.binary<MultiplyNode>(repeat_heads(n.in_tensor(1)), root), {0, 1, 3, 2});
-  Value scores = Lowering::runtime(n.cast(matmul_op(n, n.binary<MultiplyNode>(n.in_tensor(0), root), kt), t, compute), compute, Dims(4, kUnknownDim));
+  Value scores = Lowering::runtime(n.cast(matmul_op(n, n.binary<MultiplyNode>(n.in_tensor(0), root), kt), t, compute), compute,
+                                   Dims(4, kUnknownDim));
   auto modified = [&](const char* attribute, Value v) {
     const pb::GraphProto* graph = n.attr_graph(attribute);
     if (!graph) return v;
@@ -231,7 +239,8 @@ void rotary_embedding(NodeLowering& n) {
   if (!four_d && x.rank() != 3) n.fail("an input of rank 3 or 4");
   Tid h = n.in_tensor(0);
   const auto shape = n.g.shape_of(x);
-  if (four_d) h = n.transpose(h, {0, 2, 1, 3});  // [B, S, H, D]
+  if (four_d)
+    h = n.transpose(h, {0, 2, 1, 3});  // [B, S, H, D]
   else {
     const int64_t heads = n.attr_int("num_heads", 0);
     if (heads <= 0) n.fail("num_heads for a 3-D input");
@@ -256,8 +265,10 @@ void rotary_embedding(NodeLowering& n) {
   cos = expand_dims(n, cos, 2);
   sin = expand_dims(n, sin, 2);
   const bool interleaved = n.attr_int("interleaved", 0) != 0;
-  const Tid x1 = interleaved ? slice_axis(n, rotated_part, 3, literal(0), literal(rot), 2) : slice_axis(n, rotated_part, 3, literal(0), literal(rot / 2));
-  const Tid x2 = interleaved ? slice_axis(n, rotated_part, 3, literal(1), literal(rot), 2) : slice_axis(n, rotated_part, 3, literal(rot / 2), literal(rot));
+  const Tid x1 = interleaved ? slice_axis(n, rotated_part, 3, literal(0), literal(rot), 2)
+                             : slice_axis(n, rotated_part, 3, literal(0), literal(rot / 2));
+  const Tid x2 = interleaved ? slice_axis(n, rotated_part, 3, literal(1), literal(rot), 2)
+                             : slice_axis(n, rotated_part, 3, literal(rot / 2), literal(rot));
   const Tid real = n.binary<SubtractNode>(n.binary<MultiplyNode>(cos, x1), n.binary<MultiplyNode>(sin, x2));
   const Tid imag = n.binary<AddNode>(n.binary<MultiplyNode>(sin, x1), n.binary<MultiplyNode>(cos, x2));
   Tid rotated;
@@ -306,7 +317,8 @@ void negative_log_likelihood(NodeLowering& n, Tid log_prob, DType t, size_t out)
   };
   Tid result = total(loss);
   if (reduction == "mean") {
-    if (weights) result = n.binary<DivideNode>(result, total(*weights));
+    if (weights)
+      result = n.binary<DivideNode>(result, total(*weights));
     else {
       const Tid mean = n.g.new_temp();
       n.g.emit(MeanNode{.x = loss, .out = mean, .axes = {}, .keepdims = false});

@@ -84,10 +84,10 @@ void if_op(NodeLowering& n) {
 // carried values, then one slice per original (the caller names them); outputs are first the new
 // carried values, then the per-step scan outputs.
 struct ScanParts {
-  std::vector<Value> carried_initial;   // values of the carried inputs before the first step
-  std::vector<Value> sliced_inputs;     // originals (scanned along axis 0)
-  std::vector<std::string> body_inputs; // names: carried, then sliced
-  int skipped_body_outputs = 0;         // leading body outputs that are neither (Loop's cond)
+  std::vector<Value> carried_initial;                         // values of the carried inputs before the first step
+  std::vector<Value> sliced_inputs;                           // originals (scanned along axis 0)
+  std::vector<std::string> body_inputs;                       // names: carried, then sliced
+  int skipped_body_outputs = 0;                               // leading body outputs that are neither (Loop's cond)
   std::vector<std::pair<std::string, Value>> body_constants;  // body inputs fixed at load time
 };
 
@@ -143,8 +143,12 @@ ScanResult emit_scan(NodeLowering& n, const pb::GraphProto& body, const ScanPart
       result.carried.push_back(Lowering::runtime(carry[i], v.dtype, v.dims));
     }
   });
-  n.g.emit(ScanNode{.originals = originals, .sliced = sliced, .outputs = outputs, .carry = carry,
-                    .body_chain_idx = static_cast<int32_t>(chain), .scan_axis = 0});
+  n.g.emit(ScanNode{.originals = originals,
+                    .sliced = sliced,
+                    .outputs = outputs,
+                    .carry = carry,
+                    .body_chain_idx = static_cast<int32_t>(chain),
+                    .scan_axis = 0});
   return result;
 }
 
@@ -184,7 +188,8 @@ void loop(NodeLowering& n) {
   if (n.has_input(1) && !is_true_constant(n.g, n.in(1)))
     trip = n.g.mul(trip, n.g.int_elements(n.in(1), n.where() + " input 1 (cond)")[0]);
   const Tid iterations = n.g.new_temp();
-  n.g.emit(ARangeNode{.out = iterations, .start = literal(0), .stop = trip, .step = literal(1), .scalar_type = *scalar_type(DType::Int64)});
+  n.g.emit(ARangeNode{
+      .out = iterations, .start = literal(0), .stop = trip, .step = literal(1), .scalar_type = *scalar_type(DType::Int64)});
   ScanParts parts;
   for (int i = 0; i < carried; ++i) {
     parts.carried_initial.push_back(n.in(2 + i));

@@ -21,8 +21,7 @@ void unary(NodeLowering& n) {
 // ONNX's element-wise ops take operands of one type (MLX would promote instead).
 void require_same_dtype(const NodeLowering& n, const Value& a, const Value& b) {
   if (a.dtype != b.dtype)
-    n.fail("operands of one dtype, found " + std::string(dtype_name(a.dtype)) + " and " +
-           std::string(dtype_name(b.dtype)));
+    n.fail("operands of one dtype, found " + std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)));
 }
 
 template <class N>
@@ -45,12 +44,18 @@ std::optional<Value> folded_comparison(NodeLowering& n) {
   for (size_t i = 0; i < len; ++i) {
     const int64_t x = (*a)[a->size() == 1 ? 0 : i], y = (*b)[b->size() == 1 ? 0 : i];
     bool r;
-    if constexpr (std::is_same_v<N, EqualNode>) r = x == y;
-    else if constexpr (std::is_same_v<N, LessNode>) r = x < y;
-    else if constexpr (std::is_same_v<N, LessEqualNode>) r = x <= y;
-    else if constexpr (std::is_same_v<N, GreaterNode>) r = x > y;
-    else if constexpr (std::is_same_v<N, GreaterEqualNode>) r = x >= y;
-    else return std::nullopt;
+    if constexpr (std::is_same_v<N, EqualNode>)
+      r = x == y;
+    else if constexpr (std::is_same_v<N, LessNode>)
+      r = x < y;
+    else if constexpr (std::is_same_v<N, LessEqualNode>)
+      r = x <= y;
+    else if constexpr (std::is_same_v<N, GreaterNode>)
+      r = x > y;
+    else if constexpr (std::is_same_v<N, GreaterEqualNode>)
+      r = x >= y;
+    else
+      return std::nullopt;
     t.mutable_data()[i] = r;
   }
   return n.g.constant_value(t);
@@ -62,8 +67,7 @@ void comparison(NodeLowering& n) {
   const Value& b = n.in(1);
   require_same_dtype(n, a, b);
   if (auto folded = folded_comparison<N>(n)) return n.set_output(0, *folded);
-  n.set_output(0, n.binary<N>(n.in_tensor(0), n.in_tensor(1)), DType::Bool,
-               broadcast_dims(a.dims, b.dims));
+  n.set_output(0, n.binary<N>(n.in_tensor(0), n.in_tensor(1)), DType::Bool, broadcast_dims(a.dims, b.dims));
 }
 
 // Integer shape values known element by element (literals or value slots) stay known through
@@ -131,8 +135,7 @@ void div(NodeLowering& n) {
 void mod(NodeLowering& n) {
   require_same_dtype(n, n.in(0), n.in(1));
   // fmod=0 is Python's remainder (the divisor's sign): MLX's Remainder. fmod=1 is C's fmod.
-  if (n.attr_int("fmod", 0) == 0 && !is_floating(n.in(0).dtype))
-    return binary_same_type<RemainderNode>(n);
+  if (n.attr_int("fmod", 0) == 0 && !is_floating(n.in(0).dtype)) return binary_same_type<RemainderNode>(n);
   keep_elementwise(n, n.in(0).dtype);
 }
 
@@ -178,13 +181,10 @@ void where(NodeLowering& n) {
   require_same_dtype(n, n.in(1), n.in(2));
   const Tid out = n.g.new_temp();
   n.g.emit(WhereNode{.condition = n.in_tensor(0), .x = n.in_tensor(1), .y = n.in_tensor(2), .out = out});
-  n.set_output(0, out, n.in(1).dtype,
-               broadcast_dims(n.in(0).dims, broadcast_dims(n.in(1).dims, n.in(2).dims)));
+  n.set_output(0, out, n.in(1).dtype, broadcast_dims(n.in(0).dims, broadcast_dims(n.in(1).dims, n.in(2).dims)));
 }
 
-void not_op(NodeLowering& n) {
-  n.set_output(0, n.unary<LogicalNotNode>(n.in_tensor(0)), DType::Bool, n.in(0).dims);
-}
+void not_op(NodeLowering& n) { n.set_output(0, n.unary<LogicalNotNode>(n.in_tensor(0)), DType::Bool, n.in(0).dims); }
 
 void is_nan(NodeLowering& n) {
   const Tid x = n.in_tensor(0);
@@ -198,10 +198,14 @@ void is_inf(NodeLowering& n) {
   const bool negative = n.attr_int("detect_negative", 1) != 0;
   const double inf = std::numeric_limits<double>::infinity();
   Tid out;
-  if (positive && negative) out = n.binary<EqualNode>(n.unary<AbsNode>(x), n.scalar(inf, v.dtype));
-  else if (positive) out = n.binary<EqualNode>(x, n.scalar(inf, v.dtype));
-  else if (negative) out = n.binary<EqualNode>(x, n.scalar(-inf, v.dtype));
-  else out = full_like(n, x, 0, DType::Bool);
+  if (positive && negative)
+    out = n.binary<EqualNode>(n.unary<AbsNode>(x), n.scalar(inf, v.dtype));
+  else if (positive)
+    out = n.binary<EqualNode>(x, n.scalar(inf, v.dtype));
+  else if (negative)
+    out = n.binary<EqualNode>(x, n.scalar(-inf, v.dtype));
+  else
+    out = full_like(n, x, 0, DType::Bool);
   n.set_output(0, out, DType::Bool, v.dims);
 }
 
@@ -278,8 +282,8 @@ Tid hard_sigmoid_of(NodeLowering& n, Tid x, DType t, double alpha, double beta) 
 
 void hard_sigmoid(NodeLowering& n) {
   const Value& v = n.in(0);
-  n.set_output(0, hard_sigmoid_of(n, n.in_tensor(0), v.dtype, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)),
-               v.dtype, v.dims);
+  n.set_output(0, hard_sigmoid_of(n, n.in_tensor(0), v.dtype, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)), v.dtype,
+               v.dims);
 }
 
 void hard_swish(NodeLowering& n) {
@@ -318,8 +322,7 @@ void swish(NodeLowering& n) {
 void gelu(NodeLowering& n) {
   const Value& v = n.in(0);
   const std::string approximate = n.attr_string("approximate", "none");
-  if (approximate != "none" && approximate != "tanh")
-    n.fail("approximate \"none\" or \"tanh\", found \"" + approximate + "\"");
+  if (approximate != "none" && approximate != "tanh") n.fail("approximate \"none\" or \"tanh\", found \"" + approximate + "\"");
   const Tid out = n.g.new_temp();
   n.g.emit(GeluNode{.x = n.in_tensor(0), .out = out, .approximate = approximate});
   n.set_output(0, out, v.dtype, v.dims);

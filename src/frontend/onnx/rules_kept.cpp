@@ -114,7 +114,7 @@ void einsum(NodeLowering& n) {
 void recurrent(NodeLowering& n) {
   const Value& x = n.in(0);
   const std::string op = n.node.op_type();
-  const std::vector<std::string> defaults = op == "RNN" ? std::vector<std::string>{"Tanh"}
+  const std::vector<std::string> defaults = op == "RNN"   ? std::vector<std::string>{"Tanh"}
                                             : op == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                           : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
   if (const pb::AttributeProto* a = n.attr("activations"))

@@ -17,7 +17,8 @@ Dims unknown(int rank) { return Dims(static_cast<size_t>(rank), kUnknownDim); }
 void swiglu(NodeLowering& n) {
   const Value& a = n.in(0);
   const Tid x = n.in_tensor(0);
-  const Tid gate = n.binary<MultiplyNode>(x, n.unary<SigmoidNode>(n.binary<MultiplyNode>(x, n.scalar(n.attr_float("alpha", 1.0f), a.dtype))));
+  const Tid gate =
+      n.binary<MultiplyNode>(x, n.unary<SigmoidNode>(n.binary<MultiplyNode>(x, n.scalar(n.attr_float("alpha", 1.0f), a.dtype))));
   n.set_output(0, n.binary<MultiplyNode>(gate, n.in_tensor(1)), a.dtype, a.dims);
 }
 
@@ -69,7 +70,8 @@ void causal_conv_with_state(NodeLowering& n) {
   const Tid weight = n.transpose(n.in_tensor(1), {0, 2, 1});  // [C, k, 1]: mlx's [O, k, I/groups]
   const Tid conv = n.g.new_temp();
   if (s[1].is_vid || s[1].literal > INT32_MAX) n.unsupported("a channel count known only at run time");
-  n.g.emit(Conv1DNode{.x = n.transpose(joined, {0, 2, 1}), .w = weight, .out = conv, .groups = static_cast<int32_t>(s[1].literal)});
+  n.g.emit(
+      Conv1DNode{.x = n.transpose(joined, {0, 2, 1}), .w = weight, .out = conv, .groups = static_cast<int32_t>(s[1].literal)});
   Tid y = n.transpose(conv, {0, 2, 1});
   if (n.has_input(2)) y = n.binary<AddNode>(y, n.reshape(n.in_tensor(2), {literal(-1), literal(1)}));
   if (activation != "none") y = n.unary<SiluNode>(y);
@@ -98,9 +100,12 @@ void window(NodeLowering& n) {
     return n.binary<MultiplyNode>(n.unary<CosNode>(n.binary<MultiplyNode>(phase, n.scalar(multiple, f))), n.scalar(weight, f));
   };
   Tid w;
-  if (op == "HannWindow") w = n.binary<AddNode>(n.scalar(0.5, f), cosine(1, -0.5));
-  else if (op == "HammingWindow") w = n.binary<AddNode>(n.scalar(25.0 / 46.0, f), cosine(1, -21.0 / 46.0));
-  else w = n.binary<AddNode>(n.binary<AddNode>(n.scalar(0.42, f), cosine(1, -0.5)), cosine(2, 0.08));
+  if (op == "HannWindow")
+    w = n.binary<AddNode>(n.scalar(0.5, f), cosine(1, -0.5));
+  else if (op == "HammingWindow")
+    w = n.binary<AddNode>(n.scalar(25.0 / 46.0, f), cosine(1, -21.0 / 46.0));
+  else
+    w = n.binary<AddNode>(n.binary<AddNode>(n.scalar(0.42, f), cosine(1, -0.5)), cosine(2, 0.08));
   n.set_output(0, n.cast(w, f, *out), *out, {size.is_vid ? kUnknownDim : size.literal});
 }
 
@@ -183,7 +188,10 @@ void array_feature_extractor(NodeLowering& n) {
   const Value& x = n.in(0);
   const Value& indices = n.in(1);
   const Tid out = n.g.new_temp();
-  n.g.emit(TakeNode{.x = n.in_tensor(0), .out = out, .index = {0, {}, n.reshape(n.in_tensor(1), {literal(-1)}), IntOrVidOrTid::Tensor}, .axis = -1});
+  n.g.emit(TakeNode{.x = n.in_tensor(0),
+                    .out = out,
+                    .index = {0, {}, n.reshape(n.in_tensor(1), {literal(-1)}), IntOrVidOrTid::Tensor},
+                    .axis = -1});
   Dims dims = x.dims;
   if (dims.empty()) n.fail("an input of rank >= 1");
   dims.back() = indices.dims_known() && indices.rank() > 0 ? indices.dims.back() : kUnknownDim;

@@ -50,8 +50,12 @@ void gemm(NodeLowering& n) {
   const Tid out = n.g.new_temp();
   std::optional<Tid> bias;
   if (n.has_input(2)) bias = n.in_tensor(2);
-  n.g.emit(AddmmNode{.mat1 = ta, .mat2 = tb, .out = out, .bias = bias,
-                     .alpha = n.attr_float("alpha", 1.0f), .beta = n.attr_float("beta", 1.0f)});
+  n.g.emit(AddmmNode{.mat1 = ta,
+                     .mat2 = tb,
+                     .out = out,
+                     .bias = bias,
+                     .alpha = n.attr_float("alpha", 1.0f),
+                     .beta = n.attr_float("beta", 1.0f)});
   n.set_output(0, out, a.dtype, {a.dims[trans_a ? 1 : 0], b.dims[trans_b ? 0 : 1]});
 }
 
@@ -87,7 +91,8 @@ std::vector<int64_t> attr_or(const NodeLowering& n, const char* name, size_t cou
 void check_window(const NodeLowering& n, const Window& w) {
   auto in_range = [&](const std::vector<int64_t>& v, int64_t lo, const char* what) {
     for (int64_t e : v)
-      if (e < lo || e > INT32_MAX) n.fail(std::string(what) + " in [" + std::to_string(lo) + ", 2^31), found " + std::to_string(e));
+      if (e < lo || e > INT32_MAX)
+        n.fail(std::string(what) + " in [" + std::to_string(lo) + ", 2^31), found " + std::to_string(e));
   };
   in_range(w.kernel, 1, "kernel sizes");
   in_range(w.strides, 1, "strides");
@@ -173,10 +178,38 @@ Tid conv_node(NodeLowering& n, Tid x, Tid w, const Window& win, const std::vecto
   auto p = [&](int i) { return i32(n, pad[i], "pads"); };
   auto d = [&](int i) { return i32(n, win.dilations[i], "dilations"); };
   switch (win.spatial) {
-    case 1: n.g.emit(Conv1DNode{.x = x, .w = w, .out = out, .stride = s(0), .padding = p(0), .dilation = d(0), .groups = g}); break;
-    case 2: n.g.emit(Conv2DNode{.x = x, .w = w, .out = out, .stride_h = s(0), .stride_w = s(1), .padding_h = p(0), .padding_w = p(1), .dilation_h = d(0), .dilation_w = d(1), .groups = g}); break;
-    case 3: n.g.emit(Conv3DNode{.x = x, .w = w, .out = out, .stride_d = s(0), .stride_h = s(1), .stride_w = s(2), .padding_d = p(0), .padding_h = p(1), .padding_w = p(2), .dilation_d = d(0), .dilation_h = d(1), .dilation_w = d(2), .groups = g}); break;
-    default: n.unsupported(std::to_string(win.spatial) + "-D convolution");
+    case 1:
+      n.g.emit(Conv1DNode{.x = x, .w = w, .out = out, .stride = s(0), .padding = p(0), .dilation = d(0), .groups = g});
+      break;
+    case 2:
+      n.g.emit(Conv2DNode{.x = x,
+                          .w = w,
+                          .out = out,
+                          .stride_h = s(0),
+                          .stride_w = s(1),
+                          .padding_h = p(0),
+                          .padding_w = p(1),
+                          .dilation_h = d(0),
+                          .dilation_w = d(1),
+                          .groups = g});
+      break;
+    case 3:
+      n.g.emit(Conv3DNode{.x = x,
+                          .w = w,
+                          .out = out,
+                          .stride_d = s(0),
+                          .stride_h = s(1),
+                          .stride_w = s(2),
+                          .padding_d = p(0),
+                          .padding_h = p(1),
+                          .padding_w = p(2),
+                          .dilation_d = d(0),
+                          .dilation_h = d(1),
+                          .dilation_w = d(2),
+                          .groups = g});
+      break;
+    default:
+      n.unsupported(std::to_string(win.spatial) + "-D convolution");
   }
   return out;
 }
@@ -190,17 +223,51 @@ Tid conv_transpose_node(NodeLowering& n, Tid x, Tid w, const Window& win, const 
   auto d = [&](int i) { return i32(n, win.dilations[i], "dilations"); };
   auto o = [&](int i) { return i32(n, output_padding[i], "output_padding"); };
   switch (win.spatial) {
-    case 1: n.g.emit(ConvTranspose1DNode{.x = x, .w = w, .out = out, .stride = s(0), .padding = p(0), .dilation = d(0), .output_padding = o(0), .groups = g}); break;
-    case 2: n.g.emit(ConvTranspose2DNode{.x = x, .w = w, .out = out, .stride_h = s(0), .stride_w = s(1), .padding_h = p(0), .padding_w = p(1), .dilation_h = d(0), .dilation_w = d(1), .output_padding_h = o(0), .output_padding_w = o(1), .groups = g}); break;
-    case 3: n.g.emit(ConvTranspose3DNode{.x = x, .w = w, .out = out, .stride_d = s(0), .stride_h = s(1), .stride_w = s(2), .padding_d = p(0), .padding_h = p(1), .padding_w = p(2), .dilation_d = d(0), .dilation_h = d(1), .dilation_w = d(2), .output_padding_d = o(0), .output_padding_h = o(1), .output_padding_w = o(2), .groups = g}); break;
-    default: n.unsupported(std::to_string(win.spatial) + "-D transposed convolution");
+    case 1:
+      n.g.emit(ConvTranspose1DNode{
+          .x = x, .w = w, .out = out, .stride = s(0), .padding = p(0), .dilation = d(0), .output_padding = o(0), .groups = g});
+      break;
+    case 2:
+      n.g.emit(ConvTranspose2DNode{.x = x,
+                                   .w = w,
+                                   .out = out,
+                                   .stride_h = s(0),
+                                   .stride_w = s(1),
+                                   .padding_h = p(0),
+                                   .padding_w = p(1),
+                                   .dilation_h = d(0),
+                                   .dilation_w = d(1),
+                                   .output_padding_h = o(0),
+                                   .output_padding_w = o(1),
+                                   .groups = g});
+      break;
+    case 3:
+      n.g.emit(ConvTranspose3DNode{.x = x,
+                                   .w = w,
+                                   .out = out,
+                                   .stride_d = s(0),
+                                   .stride_h = s(1),
+                                   .stride_w = s(2),
+                                   .padding_d = p(0),
+                                   .padding_h = p(1),
+                                   .padding_w = p(2),
+                                   .dilation_d = d(0),
+                                   .dilation_h = d(1),
+                                   .dilation_w = d(2),
+                                   .output_padding_d = o(0),
+                                   .output_padding_h = o(1),
+                                   .output_padding_w = o(2),
+                                   .groups = g});
+      break;
+    default:
+      n.unsupported(std::to_string(win.spatial) + "-D transposed convolution");
   }
   return out;
 }
 
 // The weight as the mlx node wants it: folded at load time for constants.
-Tid laid_out_weight(NodeLowering& n, const Value& w, const std::vector<int64_t>& grouped_shape,
-                    const std::vector<int>& perm, const std::vector<int64_t>& final_shape) {
+Tid laid_out_weight(NodeLowering& n, const Value& w, const std::vector<int64_t>& grouped_shape, const std::vector<int>& perm,
+                    const std::vector<int64_t>& final_shape) {
   if (w.constant) {
     const Tensor grouped = w.constant->reshaped(Shape(grouped_shape.begin(), grouped_shape.end()));
     const Tensor laid = permute_constant(grouped, perm).reshaped(Shape(final_shape.begin(), final_shape.end()));
@@ -282,8 +349,7 @@ void conv_transpose(NodeLowering& n) {
     for (int i = 0; i < spatial; ++i) {
       const int64_t in = x.dims[2 + i];
       if (in < 0) n.unsupported("output_shape or SAME padding on a size known only at run time");
-      const int64_t target = output_shape.empty() ? in * win.strides[i]
-                                                  : output_shape[output_shape.size() - spatial + i];
+      const int64_t target = output_shape.empty() ? in * win.strides[i] : output_shape[output_shape.size() - spatial + i];
       const int64_t full = win.strides[i] * (in - 1) + output_padding[i] + (kernel[i] - 1) * win.dilations[i] + 1;
       const int64_t total = full - target;
       if (total < 0) {
@@ -318,7 +384,8 @@ void conv_transpose(NodeLowering& n) {
   Dims dims{x.dims[0], groups * m_per_group};
   for (int i = 0; i < spatial; ++i) {
     const int64_t in = x.dims[2 + i];
-    const int64_t full = in < 0 ? kUnknownDim : win.strides[i] * (in - 1) + output_padding[i] + (kernel[i] - 1) * win.dilations[i] + 1;
+    const int64_t full =
+        in < 0 ? kUnknownDim : win.strides[i] * (in - 1) + output_padding[i] + (kernel[i] - 1) * win.dilations[i] + 1;
     if (!symmetric(win))
       t = slice_axis(n, t, 1 + i, literal(win.begin[i]), full < 0 ? literal(-win.end[i]) : literal(full - win.end[i]));
     dims.push_back(full < 0 ? kUnknownDim : full - win.begin[i] - win.end[i]);
@@ -330,8 +397,8 @@ void conv_transpose(NodeLowering& n) {
 // ---- pooling: a strided view of windows, reduced ----
 
 struct PoolPlan {
-  std::vector<IntOrVid> out;       // windows per spatial axis
-  std::vector<IntOrVid> extra_end; // padding beyond the explicit pads that ceil_mode needs
+  std::vector<IntOrVid> out;        // windows per spatial axis
+  std::vector<IntOrVid> extra_end;  // padding beyond the explicit pads that ceil_mode needs
 };
 
 PoolPlan pool_plan(NodeLowering& n, const Value& x, const Window& w, bool ceil_mode) {
@@ -420,11 +487,16 @@ Window pool_window(NodeLowering& n, const Value& x) {
 double lowest(DType t) {
   if (is_floating(t)) return -std::numeric_limits<double>::infinity();
   switch (t) {
-    case DType::Int8: return INT8_MIN;
-    case DType::Int16: return INT16_MIN;
-    case DType::Int32: return INT32_MIN;
-    case DType::Int64: return static_cast<double>(INT64_MIN);
-    default: return 0;
+    case DType::Int8:
+      return INT8_MIN;
+    case DType::Int16:
+      return INT16_MIN;
+    case DType::Int32:
+      return INT32_MIN;
+    case DType::Int64:
+      return static_cast<double>(INT64_MIN);
+    default:
+      return 0;
   }
 }
 
@@ -441,8 +513,7 @@ void max_pool(NodeLowering& n) {
 
 bool has_padding(const Window& w, const PoolPlan& plan) {
   for (int i = 0; i < w.spatial; ++i)
-    if (w.begin[i] != 0 || w.end[i] != 0 || plan.extra_end[i].is_vid || plan.extra_end[i].literal != 0)
-      return true;
+    if (w.begin[i] != 0 || w.end[i] != 0 || plan.extra_end[i].is_vid || plan.extra_end[i].literal != 0) return true;
   return false;
 }
 
@@ -589,8 +660,10 @@ void last_axes_normalization(NodeLowering& n) {
   flat.push_back(n.g.product({shape.begin() + axis, shape.end()}));
   const Tid xt = axis == rank - 1 ? n.in_tensor(0) : n.reshape(n.in_tensor(0), flat);
   const Tid normalized = n.g.new_temp();
-  if (Rms) n.g.emit(RMSNormNode{.x = xt, .out = normalized, .eps = static_cast<float>(eps)});
-  else n.g.emit(LayerNormNode{.x = xt, .out = normalized, .eps = static_cast<float>(eps)});
+  if (Rms)
+    n.g.emit(RMSNormNode{.x = xt, .out = normalized, .eps = static_cast<float>(eps)});
+  else
+    n.g.emit(LayerNormNode{.x = xt, .out = normalized, .eps = static_cast<float>(eps)});
   Tid y = axis == rank - 1 ? normalized : n.reshape(normalized, shape);
   y = n.binary<MultiplyNode>(y, n.in_tensor(1));
   if (!Rms && n.has_input(2)) y = n.binary<AddNode>(y, n.in_tensor(2));
@@ -655,7 +728,8 @@ void lrn(NodeLowering& n) {
     const Tid part = slice_axis(n, padded, 1, literal(i), n.g.add(channels, literal(i)));
     sum = i == 0 ? part : n.binary<AddNode>(sum, part);
   }
-  const Tid scaled = n.binary<AddNode>(n.binary<MultiplyNode>(sum, n.scalar(alpha / static_cast<double>(size), x.dtype)), n.scalar(bias, x.dtype));
+  const Tid scaled = n.binary<AddNode>(n.binary<MultiplyNode>(sum, n.scalar(alpha / static_cast<double>(size), x.dtype)),
+                                       n.scalar(bias, x.dtype));
   n.set_output(0, n.binary<DivideNode>(xt, n.binary<PowerNode>(scaled, n.scalar(beta, x.dtype))), x.dtype, x.dims);
 }
 

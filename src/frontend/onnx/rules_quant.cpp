@@ -14,11 +14,16 @@ using namespace ir;
 // The integer range a quantized type saturates to.
 std::pair<double, double> quantized_range(NodeLowering& n, DType t) {
   switch (t) {
-    case DType::UInt8: return {0, 255};
-    case DType::Int8: return {-128, 127};
-    case DType::Int16: return {-32768, 32767};
-    case DType::Int32: return {-2147483648.0, 2147483647.0};
-    default: n.unsupported("quantization to " + std::string(dtype_name(t)));
+    case DType::UInt8:
+      return {0, 255};
+    case DType::Int8:
+      return {-128, 127};
+    case DType::Int16:
+      return {-32768, 32767};
+    case DType::Int32:
+      return {-2147483648.0, 2147483647.0};
+    default:
+      n.unsupported("quantization to " + std::string(dtype_name(t)));
   }
 }
 
@@ -81,16 +86,17 @@ void dequantize_linear(NodeLowering& n) {
   const DType scale_type = n.in(1).dtype;
   const DType out = attr_dtype(n, "output_dtype", scale_type);
   Tid dx = n.cast(n.in_tensor(0), x.dtype, DType::Float32);
-  if (n.has_input(2))
-    dx = n.binary<SubtractNode>(dx, n.cast(broadcastable(n, 2, x, axis, block), n.in(2).dtype, DType::Float32));
+  if (n.has_input(2)) dx = n.binary<SubtractNode>(dx, n.cast(broadcastable(n, 2, x, axis, block), n.in(2).dtype, DType::Float32));
   const Tid scale = n.cast(broadcastable(n, 1, x, axis, block), scale_type, DType::Float32);
   n.set_output(0, n.cast(n.binary<MultiplyNode>(dx, scale), DType::Float32, out), out, x.dims);
 }
 
 Tid reduce_all(NodeLowering& n, Tid x, bool max) {
   const Tid out = n.g.new_temp();
-  if (max) n.g.emit(MaxNode{.x = x, .out = out, .axes = {}, .keepdims = false});
-  else n.g.emit(MinNode{.x = x, .out = out, .axes = {}, .keepdims = false});
+  if (max)
+    n.g.emit(MaxNode{.x = x, .out = out, .axes = {}, .keepdims = false});
+  else
+    n.g.emit(MinNode{.x = x, .out = out, .axes = {}, .keepdims = false});
   return out;
 }
 
@@ -122,7 +128,8 @@ Tid centered(NodeLowering& n, size_t input, size_t zero_input, bool per_row) {
   if (!n.has_input(zero_input)) return a;
   const Value& z = n.in(zero_input);
   Tid zt = n.cast(n.in_tensor(zero_input), z.dtype, DType::Float64);
-  if (z.rank() == 1 && z.dims[0] != 1) zt = n.reshape(zt, per_row ? std::vector<IntOrVid>{literal(-1), literal(1)} : std::vector<IntOrVid>{literal(1), literal(-1)});
+  if (z.rank() == 1 && z.dims[0] != 1)
+    zt = n.reshape(zt, per_row ? std::vector<IntOrVid>{literal(-1), literal(1)} : std::vector<IntOrVid>{literal(1), literal(-1)});
   return n.binary<SubtractNode>(a, zt);
 }
 

@@ -42,8 +42,10 @@ Reduction reduction(NodeLowering& n, int axes_input_since) {
     for (int64_t a : *listed) reduced[n.axis(a, x.rank())] = true;
   for (int d = 0; d < x.rank(); ++d) {
     if (reduced[d]) r.axes.push_back(d);
-    if (!reduced[d]) r.dims.push_back(x.dims[d]);
-    else if (r.keepdims) r.dims.push_back(1);
+    if (!reduced[d])
+      r.dims.push_back(x.dims[d]);
+    else if (r.keepdims)
+      r.dims.push_back(1);
   }
   return r;
 }
@@ -84,13 +86,21 @@ void reduce_plain(NodeLowering& n) {
   reduce_with<N>(n, AxesInputSince, nullptr, nullptr);
 }
 template <int AxesInputSince>
-void reduce_l1(NodeLowering& n) { reduce_with<SumNode>(n, AxesInputSince, abs_of, nullptr); }
+void reduce_l1(NodeLowering& n) {
+  reduce_with<SumNode>(n, AxesInputSince, abs_of, nullptr);
+}
 template <int AxesInputSince>
-void reduce_l2(NodeLowering& n) { reduce_with<SumNode>(n, AxesInputSince, square_of, sqrt_of); }
+void reduce_l2(NodeLowering& n) {
+  reduce_with<SumNode>(n, AxesInputSince, square_of, sqrt_of);
+}
 template <int AxesInputSince>
-void reduce_sum_square(NodeLowering& n) { reduce_with<SumNode>(n, AxesInputSince, square_of, nullptr); }
+void reduce_sum_square(NodeLowering& n) {
+  reduce_with<SumNode>(n, AxesInputSince, square_of, nullptr);
+}
 template <int AxesInputSince>
-void reduce_log_sum(NodeLowering& n) { reduce_with<SumNode>(n, AxesInputSince, nullptr, log_of); }
+void reduce_log_sum(NodeLowering& n) {
+  reduce_with<SumNode>(n, AxesInputSince, nullptr, log_of);
+}
 
 void reduce_mean(NodeLowering& n) {
   if (kept_for_run_time_axes(n, 18)) return;
@@ -120,8 +130,10 @@ void arg_reduce(NodeLowering& n) {
     idx = n.binary<SubtractNode>(last_index, idx);
   }
   Dims dims = x.dims;
-  if (keepdims) dims[axis] = 1;
-  else dims.erase(dims.begin() + axis);
+  if (keepdims)
+    dims[axis] = 1;
+  else
+    dims.erase(dims.begin() + axis);
   n.set_output(0, idx, DType::Int64, dims);
 }
 
@@ -170,8 +182,11 @@ void hardmax(NodeLowering& n) {
   n.g.emit(ArgmaxNode{.x = l.x, .out = arg, .axis = l.axis, .keepdims = true});
   const Tid positions = n.g.new_temp();
   Value shaped = Lowering::runtime(l.x, t, Dims(l.flattened ? 2 : n.in(0).rank(), kUnknownDim));
-  n.g.emit(ARangeNode{.out = positions, .start = literal(0), .stop = n.g.dim(shaped, l.axis),
-                      .step = literal(1), .scalar_type = *scalar_type(DType::UInt32)});
+  n.g.emit(ARangeNode{.out = positions,
+                      .start = literal(0),
+                      .stop = n.g.dim(shaped, l.axis),
+                      .step = literal(1),
+                      .scalar_type = *scalar_type(DType::UInt32)});
   std::vector<IntOrVid> position_shape(shaped.rank(), literal(1));
   position_shape[l.axis] = literal(-1);
   const Tid hit = n.binary<EqualNode>(n.reshape(positions, position_shape), arg);
@@ -185,8 +200,11 @@ void cumsum(NodeLowering& n) {
   if (axis_value.size() != 1) n.fail("a scalar axis");
   const int axis = n.axis(axis_value[0], x.rank());
   const Tid out = n.g.new_temp();
-  n.g.emit(CumsumNode{.x = n.in_tensor(0), .out = out, .axis = axis,
-                      .reverse = n.attr_int("reverse", 0) != 0, .inclusive = n.attr_int("exclusive", 0) == 0});
+  n.g.emit(CumsumNode{.x = n.in_tensor(0),
+                      .out = out,
+                      .axis = axis,
+                      .reverse = n.attr_int("reverse", 0) != 0,
+                      .inclusive = n.attr_int("exclusive", 0) == 0});
   n.set_output(0, out, x.dtype, x.dims);
 }
 
@@ -208,8 +226,7 @@ void lp_normalization(NodeLowering& n) {
 void mean_variance_normalization(NodeLowering& n) {
   const Value& v = n.in(0);
   std::vector<int32_t> axes;
-  for (int64_t a : n.attr("axes") ? n.attr_ints("axes") : std::vector<int64_t>{0, 2, 3})
-    axes.push_back(n.axis(a, v.rank()));
+  for (int64_t a : n.attr("axes") ? n.attr_ints("axes") : std::vector<int64_t>{0, 2, 3}) axes.push_back(n.axis(a, v.rank()));
   const Reduction r{axes, true, false, {}};
   const Tid x = n.in_tensor(0);
   const Tid mean = reduce_node<MeanNode>(n, x, r);

@@ -55,12 +55,15 @@ void constant(NodeLowering& n) {
     return t;
   };
   if (n.attr("value_float"))
-    return n.set_output(0, n.g.constant_value(scalar_tensor(DType::Float32, {}, std::vector<double>{n.attr_float("value_float", 0)}, store_double)));
+    return n.set_output(0, n.g.constant_value(scalar_tensor(DType::Float32, {},
+                                                            std::vector<double>{n.attr_float("value_float", 0)}, store_double)));
   if (n.attr("value_int"))
-    return n.set_output(0, n.g.constant_value(scalar_tensor(DType::Int64, {}, std::vector<int64_t>{n.attr_int("value_int", 0)}, store_int64)));
+    return n.set_output(
+        0, n.g.constant_value(scalar_tensor(DType::Int64, {}, std::vector<int64_t>{n.attr_int("value_int", 0)}, store_int64)));
   if (n.attr("value_floats")) {
     const auto f = n.attr_floats("value_floats");
-    return n.set_output(0, n.g.constant_value(scalar_tensor(DType::Float32, {static_cast<int64_t>(f.size())}, std::vector<double>(f.begin(), f.end()), store_double)));
+    return n.set_output(0, n.g.constant_value(scalar_tensor(DType::Float32, {static_cast<int64_t>(f.size())},
+                                                            std::vector<double>(f.begin(), f.end()), store_double)));
   }
   if (n.attr("value_ints")) {
     const auto v = n.attr_ints("value_ints");
@@ -125,8 +128,10 @@ void range(NodeLowering& n) {
     const int64_t count = static_cast<int64_t>(exact_count);
     Tensor out(t, {count});
     for (int64_t i = 0; i < count; ++i) {
-      if (is_floating(t)) store_double(t, out.mutable_data(), i, s + static_cast<double>(i) * delta);
-      else store_int64(t, out.mutable_data(), i, static_cast<int64_t>(s) + i * static_cast<int64_t>(delta));
+      if (is_floating(t))
+        store_double(t, out.mutable_data(), i, s + static_cast<double>(i) * delta);
+      else
+        store_int64(t, out.mutable_data(), i, static_cast<int64_t>(s) + i * static_cast<int64_t>(delta));
     }
     return n.set_output(0, n.g.constant_value(out));
   }
@@ -142,8 +147,7 @@ void range(NodeLowering& n) {
 // ---- Reshape, Flatten, Squeeze, Unsqueeze, Transpose ----
 
 // ONNX reshape targets: 0 copies the input dim (unless allowzero), -1 is inferred.
-std::vector<IntOrVid> reshape_target(NodeLowering& n, const Value& x, std::vector<IntOrVid> shape,
-                                     bool allowzero) {
+std::vector<IntOrVid> reshape_target(NodeLowering& n, const Value& x, std::vector<IntOrVid> shape, bool allowzero) {
   for (size_t i = 0; i < shape.size(); ++i)
     if (!shape[i].is_vid && shape[i].literal == 0 && !allowzero) {
       if (static_cast<int>(i) >= x.rank()) n.fail("a 0 in the shape only for an existing input dim");
@@ -164,8 +168,10 @@ Dims reshaped_dims(const Value& x, const std::vector<IntOrVid>& shape) {
       continue;
     }
     dims.push_back(known_or_unknown(shape[i]));
-    if (dims.back() < 0) others_known = false;
-    else known = checked_mul(known, dims.back());
+    if (dims.back() < 0)
+      others_known = false;
+    else
+      known = checked_mul(known, dims.back());
   }
   if (infer >= 0 && others_known && known > 0 && x.dims_known())
     dims[infer] = std::accumulate(x.dims.begin(), x.dims.end(), int64_t{1}, checked_mul) / known;
@@ -268,8 +274,10 @@ void concat(NodeLowering& n) {
   bool all_known = first.rank() == 1;
   for (size_t i = 0; i < n.num_inputs() && all_known; ++i) {
     const auto known = n.g.known_elements(n.in(i));
-    if (!known) all_known = false;
-    else elements.insert(elements.end(), known->begin(), known->end());
+    if (!known)
+      all_known = false;
+    else
+      elements.insert(elements.end(), known->begin(), known->end());
   }
   if (all_known) return n.set_output(0, known_vector(first.dtype, elements));
   std::vector<Tid> parts;
@@ -308,8 +316,7 @@ void split(NodeLowering& n) {
     for (size_t i = 0; i + 1 < outputs; ++i) sizes.push_back(chunk);
     sizes.push_back(n.g.sub(dim, n.g.mul(chunk, literal(static_cast<int64_t>(outputs) - 1))));
   }
-  if (sizes.size() != outputs)
-    n.fail(std::to_string(outputs) + " split sizes, found " + std::to_string(sizes.size()));
+  if (sizes.size() != outputs) n.fail(std::to_string(outputs) + " split sizes, found " + std::to_string(sizes.size()));
   const Tid t = n.in_tensor(0);
   IntOrVid start = literal(0);
   for (size_t i = 0; i < outputs; ++i) {
@@ -358,8 +365,7 @@ void slice(NodeLowering& n) {
   if (x.rank() == 1 && starts.size() == 1) {
     const auto known = n.g.known_elements(x);
     const auto s = literal_of(starts[0]), e = literal_of(ends[0]);
-    if (known && s && e && steps[0] != 0)
-      return n.set_output(0, known_vector(x.dtype, slice_elements(*known, *s, *e, steps[0])));
+    if (known && s && e && steps[0] != 0) return n.set_output(0, known_vector(x.dtype, slice_elements(*known, *s, *e, steps[0])));
   }
   Tid t = n.in_tensor(0);
   Dims dims = x.dims;
@@ -396,14 +402,14 @@ void gather(NodeLowering& n) {
     std::vector<IntOrVid> out;
     for (int64_t i : *picks) {
       const int64_t size = static_cast<int64_t>(known->size());
-      if (i < -size || i >= size) n.fail("indices in [" + std::to_string(-size) + ", " + std::to_string(size) + "), found " + std::to_string(i));
+      if (i < -size || i >= size)
+        n.fail("indices in [" + std::to_string(-size) + ", " + std::to_string(size) + "), found " + std::to_string(i));
       out.push_back((*known)[i < 0 ? i + size : i]);
     }
     return n.set_output(0, known_vector(data.dtype, out, indices.rank() == 0));
   }
   const Tid out = n.g.new_temp();
-  n.g.emit(TakeNode{.x = n.in_tensor(0), .out = out,
-                    .index = {0, {}, n.in_tensor(1), IntOrVidOrTid::Tensor}, .axis = axis});
+  n.g.emit(TakeNode{.x = n.in_tensor(0), .out = out, .index = {0, {}, n.in_tensor(1), IntOrVidOrTid::Tensor}, .axis = axis});
   Dims dims(data.dims.begin(), data.dims.begin() + axis);
   dims.insert(dims.end(), indices.dims.begin(), indices.dims.end());
   dims.insert(dims.end(), data.dims.begin() + axis + 1, data.dims.end());
@@ -434,11 +440,16 @@ void expand(NodeLowering& n) {
     const bool has_x = xi >= rank, has_s = si >= rank;
     const IntOrVid xd = has_x ? n.g.dim(x, static_cast<int>(xi - rank)) : literal(1);
     const IntOrVid sd = has_s ? shape[si - rank] : literal(1);
-    if (!sd.is_vid && sd.literal == 1) target[i] = xd;
-    else if (!xd.is_vid && xd.literal == 1) target[i] = sd;
-    else if (!xd.is_vid && !sd.is_vid && xd.literal == sd.literal) target[i] = xd;
-    else if (xd.is_vid && sd.is_vid && xd.vid == sd.vid) target[i] = xd;
-    else resolved = false;
+    if (!sd.is_vid && sd.literal == 1)
+      target[i] = xd;
+    else if (!xd.is_vid && xd.literal == 1)
+      target[i] = sd;
+    else if (!xd.is_vid && !sd.is_vid && xd.literal == sd.literal)
+      target[i] = xd;
+    else if (xd.is_vid && sd.is_vid && xd.vid == sd.vid)
+      target[i] = xd;
+    else
+      resolved = false;
     dims[i] = known_or_unknown(target[i]);
   }
   if (resolved) {
@@ -448,8 +459,8 @@ void expand(NodeLowering& n) {
   }
   // Which side wins is decided at run time: multiply by ones of the requested shape instead.
   const Tid ones = full(n, shape, 1, x.dtype);
-  const Tid out = x.dtype == DType::Bool ? n.binary<LogicalAndNode>(n.in_tensor(0), ones)
-                                         : n.binary<MultiplyNode>(n.in_tensor(0), ones);
+  const Tid out =
+      x.dtype == DType::Bool ? n.binary<LogicalAndNode>(n.in_tensor(0), ones) : n.binary<MultiplyNode>(n.in_tensor(0), ones);
   n.set_output(0, out, x.dtype, Dims(rank, kUnknownDim));
 }
 
@@ -505,7 +516,8 @@ void pad(NodeLowering& n) {
     widths[2 * axis] = before;
     widths[2 * axis + 1] = after;
     const IntOrVid b = pads[i], a = pads[i + axes.size()];
-    dims[axis] = (x.dims[axis] >= 0 && !b.is_vid && !a.is_vid) ? checked_add(checked_add(x.dims[axis], b.literal), a.literal) : kUnknownDim;
+    dims[axis] = (x.dims[axis] >= 0 && !b.is_vid && !a.is_vid) ? checked_add(checked_add(x.dims[axis], b.literal), a.literal)
+                                                               : kUnknownDim;
   }
   const Tid out = n.g.new_temp();
   n.g.emit(PadNode{.x = t, .out = out, .pad_width = widths, .mode = mode, .constant_value = static_cast<float>(value)});
@@ -568,8 +580,10 @@ void trilu(NodeLowering& n) {
   }
   int64_t k = n.has_input(1) ? n.literal_ints_input(1, "k")[0] : 0;
   k = std::clamp<int64_t>(k, INT32_MIN, INT32_MAX);
-  if (upper) n.g.emit(TriuNode{.x = n.in_tensor(0), .out = out, .k = static_cast<int32_t>(k)});
-  else n.g.emit(TrilNode{.x = n.in_tensor(0), .out = out, .k = static_cast<int32_t>(k)});
+  if (upper)
+    n.g.emit(TriuNode{.x = n.in_tensor(0), .out = out, .k = static_cast<int32_t>(k)});
+  else
+    n.g.emit(TrilNode{.x = n.in_tensor(0), .out = out, .k = static_cast<int32_t>(k)});
   n.set_output(0, out, x.dtype, x.dims);
 }
 
@@ -599,8 +613,8 @@ void one_hot(NodeLowering& n) {
   idx = where_op(n, n.binary<LessNode>(idx, n.scalar(0, DType::Int64)), n.binary<AddNode>(idx, depth), idx);
   idx = expand_dims(n, idx, axis);
   const Tid positions = n.g.new_temp();
-  n.g.emit(ARangeNode{.out = positions, .start = literal(0), .stop = depth_value, .step = literal(1),
-                      .scalar_type = *scalar_type(DType::Int64)});
+  n.g.emit(ARangeNode{
+      .out = positions, .start = literal(0), .stop = depth_value, .step = literal(1), .scalar_type = *scalar_type(DType::Int64)});
   std::vector<IntOrVid> position_shape(rank, literal(1));
   position_shape[axis] = literal(-1);
   const Tid hit = n.binary<EqualNode>(idx, n.reshape(positions, position_shape));

@@ -37,16 +37,14 @@ std::string external_field(const pb::TensorProto& t, const std::string& key) {
   return "";
 }
 
-uint64_t parse_u64(const std::string& text, const TensorSource& s, const std::string& where,
-                   const std::string& key) {
+uint64_t parse_u64(const std::string& text, const TensorSource& s, const std::string& where, const std::string& key) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19)
     bad(s, where, "external_data '" + key + "': expected a decimal number, found '" + text + "'");
   return std::stoull(text);
 }
 
 // External data lives in a file next to the model; paths may not leave that directory.
-io::ByteView external_bytes(const pb::TensorProto& t, const TensorSource& s,
-                            const std::string& where, uint64_t expected) {
+io::ByteView external_bytes(const pb::TensorProto& t, const TensorSource& s, const std::string& where, uint64_t expected) {
   const std::string location = external_field(t, "location");
   const std::filesystem::path rel(location);
   if (location.empty() || rel.is_absolute())
@@ -58,53 +56,49 @@ io::ByteView external_bytes(const pb::TensorProto& t, const TensorSource& s,
   const uint64_t offset = offset_text.empty() ? 0 : parse_u64(offset_text, s, where, "offset");
   const io::ByteView file = io::map_file((std::filesystem::path(s.directory) / rel).string());
   const uint64_t length =
-      length_text.empty() ? file.size - std::min<uint64_t>(offset, file.size)
-                          : parse_u64(length_text, s, where, "length");
+      length_text.empty() ? file.size - std::min<uint64_t>(offset, file.size) : parse_u64(length_text, s, where, "length");
   if (!file.contains(offset, length))
-    bad(s, where, "external data [" + std::to_string(offset) + ", +" + std::to_string(length) +
-                      ") lies outside '" + location + "' (" + std::to_string(file.size) + " bytes)");
+    bad(s, where,
+        "external data [" + std::to_string(offset) + ", +" + std::to_string(length) + ") lies outside '" + location + "' (" +
+            std::to_string(file.size) + " bytes)");
   if (length != expected)
-    bad(s, where, "expected " + std::to_string(expected) + " bytes of external data, found " +
-                      std::to_string(length));
+    bad(s, where, "expected " + std::to_string(expected) + " bytes of external data, found " + std::to_string(length));
   return file.sub(offset, length);
 }
 
 // Copies when the bytes are not aligned for the element type (kernels read elements in place).
 Tensor view_or_copy(DType dtype, Shape shape, std::shared_ptr<const void> owner, const uint8_t* p) {
-  if (reinterpret_cast<uintptr_t>(p) % dtype_size(dtype) == 0)
-    return Tensor::view(dtype, std::move(shape), std::move(owner), p);
+  if (reinterpret_cast<uintptr_t>(p) % dtype_size(dtype) == 0) return Tensor::view(dtype, std::move(shape), std::move(owner), p);
   return Tensor::from_bytes(dtype, std::move(shape), p);
 }
 
 template <class Field>
-Tensor from_typed(DType dtype, Shape shape, const Field& field, const TensorSource& s,
-                  const std::string& where, const char* field_name) {
+Tensor from_typed(DType dtype, Shape shape, const Field& field, const TensorSource& s, const std::string& where,
+                  const char* field_name) {
   // Checked before allocating: the dims alone may promise more than the file holds.
   const int64_t count = shape_numel(shape);
   if (static_cast<int64_t>(field.size()) != count)
-    bad(s, where, "expected " + std::to_string(count) + " values in " + field_name +
-                      ", found " + std::to_string(field.size()));
+    bad(s, where, "expected " + std::to_string(count) + " values in " + field_name + ", found " + std::to_string(field.size()));
   Tensor out(dtype, std::move(shape));
   uint8_t* dst = out.mutable_data();
   for (int64_t i = 0; i < out.numel(); ++i) {
     const auto v = field.Get(static_cast<int>(i));
-    if constexpr (std::is_floating_point_v<decltype(v)>) store_double(dtype, dst, i, v);
-    else store_int64(dtype, dst, i, static_cast<int64_t>(v));
+    if constexpr (std::is_floating_point_v<decltype(v)>)
+      store_double(dtype, dst, i, v);
+    else
+      store_int64(dtype, dst, i, static_cast<int64_t>(v));
   }
   return out;
 }
 
 // int32_data holds float16/bfloat16 as their raw 16 bits.
-Tensor from_half_bits(DType dtype, Shape shape, const pb::TensorProto& t, const TensorSource& s,
-                      const std::string& where) {
+Tensor from_half_bits(DType dtype, Shape shape, const pb::TensorProto& t, const TensorSource& s, const std::string& where) {
   const int64_t count = shape_numel(shape);
   if (t.int32_data_size() != count)
-    bad(s, where, "expected " + std::to_string(count) + " values in int32_data, found " +
-                      std::to_string(t.int32_data_size()));
+    bad(s, where, "expected " + std::to_string(count) + " values in int32_data, found " + std::to_string(t.int32_data_size()));
   Tensor out(dtype, std::move(shape));
   auto* dst = out.mutable_data_as<uint16_t>();
-  for (int64_t i = 0; i < out.numel(); ++i)
-    dst[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
+  for (int64_t i = 0; i < out.numel(); ++i) dst[i] = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
   return out;
 }
 
@@ -112,9 +106,7 @@ Tensor from_half_bits(DType dtype, Shape shape, const pb::TensorProto& t, const 
 
 Tensor tensor_from_proto(const pb::TensorProto& t, const TensorSource& s, const std::string& where) {
   const auto dtype = ir::dtype_from_onnx(t.data_type());
-  if (!dtype)
-    throw Error(ErrorCode::Unsupported,
-                s.path + ": " + where + ": element type " + onnx_type_name(t.data_type()));
+  if (!dtype) throw Error(ErrorCode::Unsupported, s.path + ": " + where + ": element type " + onnx_type_name(t.data_type()));
   if (t.has_segment()) throw Error(ErrorCode::Unsupported, s.path + ": " + where + ": segmented tensors");
   Shape shape = checked_dims(t, s, where);
   const uint64_t nbytes = static_cast<uint64_t>(shape_numel(shape)) * dtype_size(*dtype);
@@ -124,19 +116,24 @@ Tensor tensor_from_proto(const pb::TensorProto& t, const TensorSource& s, const 
   }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != nbytes)
-      bad(s, where, "expected " + std::to_string(nbytes) + " bytes of raw_data, found " +
-                        std::to_string(t.raw_data().size()));
+      bad(s, where, "expected " + std::to_string(nbytes) + " bytes of raw_data, found " + std::to_string(t.raw_data().size()));
     const auto* p = reinterpret_cast<const uint8_t*>(t.raw_data().data());
     return view_or_copy(*dtype, std::move(shape), s.owner, p);
   }
   switch (*dtype) {
-    case DType::Float32: return from_typed(*dtype, shape, t.float_data(), s, where, "float_data");
-    case DType::Float64: return from_typed(*dtype, shape, t.double_data(), s, where, "double_data");
-    case DType::Int64: return from_typed(*dtype, shape, t.int64_data(), s, where, "int64_data");
-    case DType::UInt32: return from_typed(*dtype, shape, t.uint64_data(), s, where, "uint64_data");
+    case DType::Float32:
+      return from_typed(*dtype, shape, t.float_data(), s, where, "float_data");
+    case DType::Float64:
+      return from_typed(*dtype, shape, t.double_data(), s, where, "double_data");
+    case DType::Int64:
+      return from_typed(*dtype, shape, t.int64_data(), s, where, "int64_data");
+    case DType::UInt32:
+      return from_typed(*dtype, shape, t.uint64_data(), s, where, "uint64_data");
     case DType::Float16:
-    case DType::BFloat16: return from_half_bits(*dtype, shape, t, s, where);
-    default: return from_typed(*dtype, shape, t.int32_data(), s, where, "int32_data");
+    case DType::BFloat16:
+      return from_half_bits(*dtype, shape, t, s, where);
+    default:
+      return from_typed(*dtype, shape, t.int32_data(), s, where, "int32_data");
   }
 }
 

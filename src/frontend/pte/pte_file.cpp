@@ -14,9 +14,7 @@ constexpr size_t kIdentifierOffset = 4;
 constexpr size_t kExtendedHeaderOffset = 8;
 constexpr uint32_t kExtendedHeaderMinLength = 24;
 
-[[noreturn]] void fail(ErrorCode code, const std::string& path, const std::string& msg) {
-  throw Error(code, path + ": " + msg);
-}
+[[noreturn]] void fail(ErrorCode code, const std::string& path, const std::string& msg) { throw Error(code, path + ": " + msg); }
 
 struct ExtendedHeader {
   uint64_t program_size = 0;
@@ -31,45 +29,39 @@ ExtendedHeader read_extended_header(const io::ByteView& file, const std::string&
   const uint32_t length = io::read_u32_le(p + 4);
   if (length < kExtendedHeaderMinLength || !file.contains(kExtendedHeaderOffset, length))
     fail(ErrorCode::InvalidFormat, path,
-         "byte 12: extended header length " + std::to_string(length) +
-             " must be at least 24 and fit in the file");
+         "byte 12: extended header length " + std::to_string(length) + " must be at least 24 and fit in the file");
   h.program_size = io::read_u64_le(p + 8);
   h.segment_base_offset = io::read_u64_le(p + 16);
   if (h.program_size < kExtendedHeaderOffset + length || h.program_size > file.size)
     fail(ErrorCode::InvalidFormat, path,
-         "byte 16: program size " + std::to_string(h.program_size) +
-             " must cover the header and fit in the " + std::to_string(file.size) +
-             "-byte file");
-  if (h.segment_base_offset != 0 &&
-      (h.segment_base_offset < h.program_size || h.segment_base_offset > file.size))
+         "byte 16: program size " + std::to_string(h.program_size) + " must cover the header and fit in the " +
+             std::to_string(file.size) + "-byte file");
+  if (h.segment_base_offset != 0 && (h.segment_base_offset < h.program_size || h.segment_base_offset > file.size))
     fail(ErrorCode::InvalidFormat, path,
          "byte 24: segment base offset " + std::to_string(h.segment_base_offset) +
              " must lie between the end of the program and the end of the file");
   return h;
 }
 
-io::ByteView segment_bytes(const et::Program& program, uint32_t index, const ExtendedHeader& h,
-                           const io::ByteView& file, const std::string& path,
-                           const std::string& what) {
+io::ByteView segment_bytes(const et::Program& program, uint32_t index, const ExtendedHeader& h, const io::ByteView& file,
+                           const std::string& path, const std::string& what) {
   const auto* segments = program.segments();
   if (!segments || index >= segments->size())
     fail(ErrorCode::InvalidFormat, path,
          what + ": segment index " + std::to_string(index) + " out of range (the program has " +
              std::to_string(segments ? segments->size() : 0) + " segments)");
   const auto* seg = segments->Get(index);
-  if (h.segment_base_offset == 0)
-    fail(ErrorCode::InvalidFormat, path, what + ": refers to a segment, but the file has none");
+  if (h.segment_base_offset == 0) fail(ErrorCode::InvalidFormat, path, what + ": refers to a segment, but the file has none");
   const uint64_t begin = h.segment_base_offset + seg->offset();
   if (seg->offset() > file.size || !file.contains(begin, seg->size()))
     fail(ErrorCode::InvalidFormat, path,
-         what + ": segment " + std::to_string(index) + " [" + std::to_string(begin) + ", +" +
-             std::to_string(seg->size()) + ") lies past the end of the " +
-             std::to_string(file.size) + "-byte file");
+         what + ": segment " + std::to_string(index) + " [" + std::to_string(begin) + ", +" + std::to_string(seg->size()) +
+             ") lies past the end of the " + std::to_string(file.size) + "-byte file");
   return file.sub(begin, seg->size());
 }
 
-ir::NamedData read_named_data(const et::Program& program, const ExtendedHeader& h,
-                          const io::ByteView& file, const std::string& path) {
+ir::NamedData read_named_data(const et::Program& program, const ExtendedHeader& h, const io::ByteView& file,
+                              const std::string& path) {
   ir::NamedData out;
   const auto* named = program.named_data();
   if (!named) return out;
@@ -77,24 +69,19 @@ ir::NamedData read_named_data(const et::Program& program, const ExtendedHeader& 
     const auto* entry = named->Get(i);
     const std::string what = "named_data[" + std::to_string(i) + "]";
     if (!entry->key()) fail(ErrorCode::InvalidFormat, path, what + ": expected a key");
-    out[entry->key()->str()] =
-        segment_bytes(program, entry->segment_index(), h, file, path, what);
+    out[entry->key()->str()] = segment_bytes(program, entry->segment_index(), h, file, path, what);
   }
   return out;
 }
 
-io::ByteView delegate_bytes(const et::Program& program, const et::BackendDelegate& d,
-                            const ExtendedHeader& h, const io::ByteView& file,
-                            const std::string& path, const std::string& what) {
+io::ByteView delegate_bytes(const et::Program& program, const et::BackendDelegate& d, const ExtendedHeader& h,
+                            const io::ByteView& file, const std::string& path, const std::string& what) {
   const auto* ref = d.processed();
   if (!ref) fail(ErrorCode::InvalidFormat, path, what + ": expected processed data");
-  if (ref->location() == et::DataLocation::SEGMENT)
-    return segment_bytes(program, ref->index(), h, file, path, what);
+  if (ref->location() == et::DataLocation::SEGMENT) return segment_bytes(program, ref->index(), h, file, path, what);
   const auto* inline_data = program.backend_delegate_data();
-  if (!inline_data || ref->index() >= inline_data->size() ||
-      !inline_data->Get(ref->index())->data())
-    fail(ErrorCode::InvalidFormat, path,
-         what + ": inline data index " + std::to_string(ref->index()) + " out of range");
+  if (!inline_data || ref->index() >= inline_data->size() || !inline_data->Get(ref->index())->data())
+    fail(ErrorCode::InvalidFormat, path, what + ": inline data index " + std::to_string(ref->index()) + " out of range");
   const auto* data = inline_data->Get(ref->index())->data();
   return file.sub(static_cast<size_t>(data->data() - file.data), data->size());
 }
@@ -108,11 +95,9 @@ bool looks_like_pte(const io::ByteView& file) {
 PteContents read_pte(const io::ByteView& file, const std::string& path) {
   if (file.size < 8)
     fail(ErrorCode::InvalidFormat, path,
-         "expected an ExecuTorch program of at least 8 bytes, found " +
-             std::to_string(file.size));
+         "expected an ExecuTorch program of at least 8 bytes, found " + std::to_string(file.size));
   if (std::memcmp(file.data + kIdentifierOffset, et::ProgramIdentifier(), 4) != 0)
-    fail(ErrorCode::InvalidFormat, path,
-         "byte 4: expected file identifier \"" + std::string(et::ProgramIdentifier()) + "\"");
+    fail(ErrorCode::InvalidFormat, path, "byte 4: expected file identifier \"" + std::string(et::ProgramIdentifier()) + "\"");
   const ExtendedHeader h = read_extended_header(file, path);
   flatbuffers::Verifier verifier(file.data, h.program_size);
   if (!et::VerifyProgramBuffer(verifier))
@@ -126,10 +111,8 @@ PteContents read_pte(const io::ByteView& file, const std::string& path) {
     for (uint32_t d = 0; delegates && d < delegates->size(); ++d) {
       const auto* delegate = delegates->Get(d);
       if (!delegate->id() || delegate->id()->str() != kMlxBackendId) continue;
-      const std::string plan_name =
-          plans->Get(p)->name() ? plans->Get(p)->name()->str() : std::to_string(p);
-      const std::string what =
-          "plan '" + plan_name + "', delegate " + std::to_string(d) + " (" + kMlxBackendId + ")";
+      const std::string plan_name = plans->Get(p)->name() ? plans->Get(p)->name()->str() : std::to_string(p);
+      const std::string what = "plan '" + plan_name + "', delegate " + std::to_string(d) + " (" + kMlxBackendId + ")";
       PteContents out;
       out.payload = delegate_bytes(program, *delegate, h, file, path, what);
       out.payload_name = path + ": " + what;

@@ -4,8 +4,8 @@
 // MLXBackend delegate's processed bytes and the program's named data; see docs/pte-format.md.
 #include <string>
 
-#include "ir/named_data.h"
 #include "io/bytes.h"
+#include "ir/named_data.h"
 
 namespace wgml::frontend {
 

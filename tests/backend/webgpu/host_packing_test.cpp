@@ -12,12 +12,12 @@
 namespace wgml::backend::webgpu {
 namespace {
 
-using ::testing::HasSubstr;
 using kernel::declared_storage;
 using kernel::default_storage;
 using kernel::gpu_buffer_bytes;
 using kernel::StorageKind;
 using kernel::testing::error_of;
+using ::testing::HasSubstr;
 
 template <class T>
 Tensor tensor_of(DType dtype, const std::vector<T>& values) {
@@ -69,12 +69,19 @@ TEST(HostPacking, CheckedNarrowingNamesTheInputIndexAndValue) {
   EXPECT_EQ(u32.scalar, "u32");
   EXPECT_EQ(words<uint32_t>(encode_for_gpu(tensor_of<int64_t>(DType::Int64, {0, 7, 4294967295}), u32, "writeIndices")),
             (std::vector<uint32_t>{0, 7, 4294967295u}));
-  EXPECT_THAT(error_of([&] { encode_for_gpu(tensor_of<int64_t>(DType::Int64, {0, 3, -1}), u32, "writeIndices"); }, ErrorCode::Runtime),
-              HasSubstr("input 'writeIndices': element 2 is -1, outside [0, 4294967295] (int64 stored as u32, narrowing: checked)"));
-  EXPECT_THAT(error_of([&] { encode_for_gpu(tensor_of<int64_t>(DType::Int64, {4294967296}), u32, "writeIndices"); }, ErrorCode::Runtime),
-              HasSubstr("element 0 is 4294967296"));
+  EXPECT_THAT(
+      error_of(
+          [&] {
+            encode_for_gpu(tensor_of<int64_t>(DType::Int64, {0, 3, -1}), u32, "writeIndices");
+          },
+          ErrorCode::Runtime),
+      HasSubstr("input 'writeIndices': element 2 is -1, outside [0, 4294967295] (int64 stored as u32, narrowing: checked)"));
+  EXPECT_THAT(
+      error_of([&] { encode_for_gpu(tensor_of<int64_t>(DType::Int64, {4294967296}), u32, "writeIndices"); }, ErrorCode::Runtime),
+      HasSubstr("element 0 is 4294967296"));
   const StorageType i32 = declared_storage(DType::Int64, "int32", "checked", "offsets");
-  EXPECT_EQ(words<int32_t>(encode_for_gpu(tensor_of<int64_t>(DType::Int64, {-5, 9}), i32, "offsets")), (std::vector<int32_t>{-5, 9}));
+  EXPECT_EQ(words<int32_t>(encode_for_gpu(tensor_of<int64_t>(DType::Int64, {-5, 9}), i32, "offsets")),
+            (std::vector<int32_t>{-5, 9}));
   const Tensor back = decode_from_gpu(encode_for_gpu(tensor_of<int64_t>(DType::Int64, {-5, 9}), i32, "offsets"), i32, {2});
   EXPECT_EQ(back.data_as<int64_t>()[0], -5);
 }
@@ -82,7 +89,11 @@ TEST(HostPacking, CheckedNarrowingNamesTheInputIndexAndValue) {
 TEST(HostPacking, ValueRangeIsCheckedOnUpload) {
   const StorageType u32 = declared_storage(DType::Int64, "uint32", "checked", "writeIndices");
   const Tensor indices = tensor_of<int64_t>(DType::Int64, {1, 6});
-  EXPECT_THAT(error_of([&] { encode_for_gpu(indices, u32, "writeIndices", ValueRange{0, 5}); }, ErrorCode::Runtime),
+  EXPECT_THAT(error_of(
+                  [&] {
+                    encode_for_gpu(indices, u32, "writeIndices", ValueRange{0, 5});
+                  },
+                  ErrorCode::Runtime),
               HasSubstr("input 'writeIndices': element 1 is 6, outside [0, 5] (valueRange)"));
   EXPECT_NO_THROW(encode_for_gpu(indices, u32, "writeIndices", ValueRange{0, 6}));
 }

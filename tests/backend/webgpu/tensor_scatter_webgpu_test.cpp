@@ -29,7 +29,8 @@ class TensorScatterOnGpu : public testing::WebGpuTest {
  protected:
   static void SetUpTestSuite() {
     engine_ = new kernel::Engine(kKernels + "/wgsl");
-    specs_ = {{"ours", engine_->load(kKernels + "/specs/ai.onnx/TensorScatter.json").front()}, {"seed", engine_->load(kSeed).front()}};
+    specs_ = {{"ours", engine_->load(kKernels + "/specs/ai.onnx/TensorScatter.json").front()},
+              {"seed", engine_->load(kSeed).front()}};
   }
   static void TearDownTestSuite() {
     specs_.clear();
@@ -37,8 +38,8 @@ class TensorScatterOnGpu : public testing::WebGpuTest {
   }
 
   // Runs one TensorScatter on the GPU; `in_place` lets present share past's buffer.
-  Tensor run(const kernel::KernelSpec& spec, const Tensor& past, const Tensor& update, const Tensor* indices,
-             int64_t axis, const std::string& mode, bool in_place = false) {
+  Tensor run(const kernel::KernelSpec& spec, const Tensor& past, const Tensor& update, const Tensor* indices, int64_t axis,
+             const std::string& mode, bool in_place = false) {
     kernel::KernelRequest r;
     r.inputs["past"] = {past.dtype(), past.shape()};
     r.inputs["update"] = {update.dtype(), update.shape()};
@@ -86,8 +87,8 @@ TEST_F(TensorScatterOnGpu, MatchesTheCpuReferenceOverTheWholeMatrix) {
           const Tensor* w = with_indices ? &indices : nullptr;
           const Tensor want = wgml::cpu::onnx::tensor_scatter(past, update, w, g.axis, mode);
           for (const auto& [name, spec] : specs_) {
-            const std::string what = name + " " + std::string(dtype_name(dtype)) + " axis " + std::to_string(g.axis) +
-                                     " " + mode + (with_indices ? " with indices" : "");
+            const std::string what = name + " " + std::string(dtype_name(dtype)) + " axis " + std::to_string(g.axis) + " " +
+                                     mode + (with_indices ? " with indices" : "");
             if (dtype == DType::Float16 && !gpu()->caps().shader_f16) {
               EXPECT_THAT(testing::testing_error([&] { run(*spec, past, update, w, g.axis, mode); }),
                           HasSubstr("not supported on this device"))
@@ -130,15 +131,13 @@ TEST_F(TensorScatterOnGpu, OutOfRangeIndicesAreAnErrorNamingTheIndex) {
   indices.mutable_data_as<int64_t>()[1] = 6;  // 6 + 3 > 8
   for (const auto& [name, spec] : specs_) {
     if (name == "seed") continue;  // the seed declares no valueRange: its kernel drops such writes
-    EXPECT_THAT(testing::testing_error([&] { run(*spec, past, update, &indices, g.axis, "linear"); }),
-                HasSubstr("writeIndices"))
+    EXPECT_THAT(testing::testing_error([&] { run(*spec, past, update, &indices, g.axis, "linear"); }), HasSubstr("writeIndices"))
         << name;
   }
   Tensor negative(DType::Int64, {2});
   negative.mutable_data_as<int64_t>()[0] = -1;
   for (const auto& [name, spec] : specs_)
-    EXPECT_THAT(testing::testing_error([&] { run(*spec, past, update, &negative, g.axis, "linear"); }),
-                HasSubstr("writeIndices"))
+    EXPECT_THAT(testing::testing_error([&] { run(*spec, past, update, &negative, g.axis, "linear"); }), HasSubstr("writeIndices"))
         << name;
 }
 

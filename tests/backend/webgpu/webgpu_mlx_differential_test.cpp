@@ -34,9 +34,8 @@ TEST_P(WebGpuMlxDifferential, WebGpuMatchesMlx) {
                                        c["name"].get<std::string>() + " (WebGPU against the CPU)");
   if (!spec && !backend.context()->decomposition("mlx", op)) return;
   const auto reason = backend.placement().fallback_reason.find(op);
-  EXPECT_GT(count_of(placed, op), before)
-      << op << " has a kernel spec or a decomposition but no case ran on the GPU"
-      << (reason == backend.placement().fallback_reason.end() ? "" : ": " + reason->second);
+  EXPECT_GT(count_of(placed, op), before) << op << " has a kernel spec or a decomposition but no case ran on the GPU"
+                                          << (reason == backend.placement().fallback_reason.end() ? "" : ": " + reason->second);
 }
 
 // The shape-class cases (tools/mlx_cases/cases_shape_classes.py) change shapes and positions from

@@ -39,10 +39,14 @@ Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937& rng) {
   std::uniform_real_distribution<double> real(-4.0, 4.0);
   std::uniform_int_distribution<int64_t> small(-100, 100);
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (is_floating(dtype)) store_double(dtype, data, i, real(rng));
-    else if (dtype == DType::Bool) store_int64(dtype, data, i, small(rng) & 1);
-    else if (is_signed_integral(dtype)) store_int64(dtype, data, i, small(rng));
-    else store_int64(dtype, data, i, small(rng) + 100);
+    if (is_floating(dtype))
+      store_double(dtype, data, i, real(rng));
+    else if (dtype == DType::Bool)
+      store_int64(dtype, data, i, small(rng) & 1);
+    else if (is_signed_integral(dtype))
+      store_int64(dtype, data, i, small(rng));
+    else
+      store_int64(dtype, data, i, small(rng) + 100);
   }
   return t;
 }

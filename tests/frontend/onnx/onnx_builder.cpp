@@ -20,16 +20,17 @@ OnnxModel::OnnxModel(int64_t opset) {
   model_.mutable_graph()->set_name("test");
 }
 
-void add_value_info(::onnx::ValueInfoProto* info, const std::string& name, int32_t elem_type,
-                    const std::vector<int64_t>& dims) {
+void add_value_info(::onnx::ValueInfoProto* info, const std::string& name, int32_t elem_type, const std::vector<int64_t>& dims) {
   info->set_name(name);
   auto* t = info->mutable_type()->mutable_tensor_type();
   t->set_elem_type(elem_type);
   auto* shape = t->mutable_shape();
   for (size_t i = 0; i < dims.size(); ++i) {
     auto* d = shape->add_dim();
-    if (dims[i] == kDynamic) d->set_dim_param("d" + std::to_string(i));
-    else d->set_dim_value(dims[i]);
+    if (dims[i] == kDynamic)
+      d->set_dim_param("d" + std::to_string(i));
+    else
+      d->set_dim_value(dims[i]);
   }
 }
 
@@ -43,8 +44,7 @@ OnnxModel& OnnxModel::output(const std::string& name, int32_t elem_type, const s
   return *this;
 }
 
-::onnx::TensorProto float_tensor(const std::string& name, const std::vector<float>& values,
-                                 const std::vector<int64_t>& dims) {
+::onnx::TensorProto float_tensor(const std::string& name, const std::vector<float>& values, const std::vector<int64_t>& dims) {
   ::onnx::TensorProto t;
   t.set_name(name);
   t.set_data_type(kFloat);
@@ -53,8 +53,7 @@ OnnxModel& OnnxModel::output(const std::string& name, int32_t elem_type, const s
   return t;
 }
 
-::onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& values,
-                                 const std::vector<int64_t>& dims) {
+::onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& values, const std::vector<int64_t>& dims) {
   ::onnx::TensorProto t;
   t.set_name(name);
   t.set_data_type(kInt64);
@@ -63,14 +62,12 @@ OnnxModel& OnnxModel::output(const std::string& name, int32_t elem_type, const s
   return t;
 }
 
-OnnxModel& OnnxModel::initializer(const std::string& name, const std::vector<float>& values,
-                                  const std::vector<int64_t>& dims) {
+OnnxModel& OnnxModel::initializer(const std::string& name, const std::vector<float>& values, const std::vector<int64_t>& dims) {
   *graph().add_initializer() = float_tensor(name, values, dims);
   return *this;
 }
 
-OnnxModel& OnnxModel::initializer(const std::string& name, const std::vector<int64_t>& values,
-                                  const std::vector<int64_t>& dims) {
+OnnxModel& OnnxModel::initializer(const std::string& name, const std::vector<int64_t>& values, const std::vector<int64_t>& dims) {
   *graph().add_initializer() = int64_tensor(name, values, dims);
   return *this;
 }
@@ -93,8 +90,7 @@ std::string OnnxModel::write(const std::filesystem::path& directory) const {
 }
 
 namespace {
-::onnx::AttributeProto& new_attr(::onnx::NodeProto& node, const std::string& name,
-                                 ::onnx::AttributeProto::AttributeType type) {
+::onnx::AttributeProto& new_attr(::onnx::NodeProto& node, const std::string& name, ::onnx::AttributeProto::AttributeType type) {
   ::onnx::AttributeProto* a = node.add_attribute();
   a->set_name(name);
   a->set_type(type);

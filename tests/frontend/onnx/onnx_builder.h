@@ -21,10 +21,8 @@ class OnnxModel {
 
   OnnxModel& input(const std::string& name, int32_t elem_type, const std::vector<int64_t>& dims);
   OnnxModel& output(const std::string& name, int32_t elem_type, const std::vector<int64_t>& dims);
-  OnnxModel& initializer(const std::string& name, const std::vector<float>& values,
-                         const std::vector<int64_t>& dims);
-  OnnxModel& initializer(const std::string& name, const std::vector<int64_t>& values,
-                         const std::vector<int64_t>& dims);
+  OnnxModel& initializer(const std::string& name, const std::vector<float>& values, const std::vector<int64_t>& dims);
+  OnnxModel& initializer(const std::string& name, const std::vector<int64_t>& values, const std::vector<int64_t>& dims);
   ::onnx::NodeProto& node(const std::string& op_type, const std::vector<std::string>& inputs,
                           const std::vector<std::string>& outputs, const std::string& name = "");
 
@@ -44,12 +42,9 @@ void set_attr(::onnx::NodeProto& node, const std::string& name, const std::vecto
 void set_attr(::onnx::NodeProto& node, const std::string& name, const ::onnx::GraphProto& graph);
 void set_attr(::onnx::NodeProto& node, const std::string& name, const ::onnx::TensorProto& tensor);
 
-::onnx::TensorProto float_tensor(const std::string& name, const std::vector<float>& values,
-                                 const std::vector<int64_t>& dims);
-::onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& values,
-                                 const std::vector<int64_t>& dims);
-void add_value_info(::onnx::ValueInfoProto* info, const std::string& name, int32_t elem_type,
-                    const std::vector<int64_t>& dims);
+::onnx::TensorProto float_tensor(const std::string& name, const std::vector<float>& values, const std::vector<int64_t>& dims);
+::onnx::TensorProto int64_tensor(const std::string& name, const std::vector<int64_t>& values, const std::vector<int64_t>& dims);
+void add_value_info(::onnx::ValueInfoProto* info, const std::string& name, int32_t elem_type, const std::vector<int64_t>& dims);
 
 // A fresh directory under the test temp dir, unique per call.
 std::filesystem::path fresh_directory(const std::string& hint);

@@ -49,13 +49,20 @@ double logarithm(double acc, int64_t) { return std::log(acc); }
 
 double extreme(DType t, bool lowest) {
   switch (t) {
-    case DType::Bool: return lowest ? 0 : 1;
-    case DType::UInt8: return lowest ? 0 : 255;
-    case DType::Int8: return lowest ? -128 : 127;
-    case DType::Int16: return lowest ? -32768 : 32767;
-    case DType::UInt32: return lowest ? 0 : 4294967295.0;
-    case DType::Int32: return lowest ? -2147483648.0 : 2147483647.0;
-    default: return lowest ? -9223372036854775808.0 : 9223372036854775807.0;
+    case DType::Bool:
+      return lowest ? 0 : 1;
+    case DType::UInt8:
+      return lowest ? 0 : 255;
+    case DType::Int8:
+      return lowest ? -128 : 127;
+    case DType::Int16:
+      return lowest ? -32768 : 32767;
+    case DType::UInt32:
+      return lowest ? 0 : 4294967295.0;
+    case DType::Int32:
+      return lowest ? -2147483648.0 : 2147483647.0;
+    default:
+      return lowest ? -9223372036854775808.0 : 9223372036854775807.0;
   }
 }
 
@@ -89,8 +96,10 @@ void reduce(OpView& v) {
   int64_t count = 1;
   for (int d = 0; d < x.rank(); ++d) {
     keep_shape.push_back(reduced[d] ? 1 : x.dim(d));
-    if (!reduced[d]) out_shape.push_back(x.dim(d));
-    else count *= x.dim(d);
+    if (!reduced[d])
+      out_shape.push_back(x.dim(d));
+    else
+      count *= x.dim(d);
   }
   std::vector<double> acc(static_cast<size_t>(shape_numel(keep_shape)), kind.init);
   const auto out_strides = contiguous_strides(keep_shape);
@@ -137,7 +146,8 @@ void squeeze(OpView& v) {
   const Tensor& x = v.required(0);
   const Tensor* axes = v.input(1);
   std::vector<bool> drop(x.rank(), false);
-  if (axes && axes->numel() > 0) drop = axis_flags(ints_of(*axes), x.rank());
+  if (axes && axes->numel() > 0)
+    drop = axis_flags(ints_of(*axes), x.rank());
   else
     for (int d = 0; d < x.rank(); ++d) drop[d] = x.dim(d) == 1;
   Shape shape;

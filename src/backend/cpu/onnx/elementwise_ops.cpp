@@ -27,11 +27,11 @@ Tensor broadcast_binary(const Tensor& a, const Tensor& b, IntF int_f, FloatF flo
   const bool floating = is_floating(a.dtype());
   for (int64_t k = 0; k < out.numel(); ++k, ia.next(), ib.next()) {
     if (floating)
-      store_double(out.dtype(), dst, k, float_f(load_as_double(a.dtype(), a.data(), ia.offset()),
-                                                load_as_double(b.dtype(), b.data(), ib.offset())));
+      store_double(out.dtype(), dst, k,
+                   float_f(load_as_double(a.dtype(), a.data(), ia.offset()), load_as_double(b.dtype(), b.data(), ib.offset())));
     else
-      store_int64(out.dtype(), dst, k, int_f(load_as_int64(a.dtype(), a.data(), ia.offset()),
-                                             load_as_int64(b.dtype(), b.data(), ib.offset())));
+      store_int64(out.dtype(), dst, k,
+                  int_f(load_as_int64(a.dtype(), a.data(), ia.offset()), load_as_int64(b.dtype(), b.data(), ib.offset())));
   }
   return out;
 }
@@ -44,8 +44,7 @@ int64_t checked_divisor(int64_t b) {
 // ONNX integer Div truncates toward zero, like C.
 void div(OpView& v) {
   v.output(0, broadcast_binary(
-                  v.required(0), v.required(1),
-                  [](int64_t a, int64_t b) { return a / checked_divisor(b); },
+                  v.required(0), v.required(1), [](int64_t a, int64_t b) { return a / checked_divisor(b); },
                   [](double a, double b) { return a / b; }));
 }
 
@@ -163,8 +162,10 @@ void pad(OpView& v) {
       const int64_t s = pad_source(index[d], before[d], x.dim(d), mode);
       src = s < 0 ? -1 : src + s * in_strides[d];
     }
-    if (src < 0) store_double(x.dtype(), dst, o, value);
-    else std::memcpy(dst + o * dtype_size(x.dtype()), x.data() + src * dtype_size(x.dtype()), dtype_size(x.dtype()));
+    if (src < 0)
+      store_double(x.dtype(), dst, o, value);
+    else
+      std::memcpy(dst + o * dtype_size(x.dtype()), x.data() + src * dtype_size(x.dtype()), dtype_size(x.dtype()));
     for (int d = x.rank() - 1; d >= 0 && ++index[d] == shape[d]; --d) index[d] = 0;
   }
   v.output(0, std::move(out));
@@ -172,7 +173,7 @@ void pad(OpView& v) {
 
 void tensor_scatter(OpView& v) {
   v.output(0, ::wgml::cpu::onnx::tensor_scatter(v.required(0), v.required(1), v.input(2), v.attr_int("axis", -2),
-                                        v.attr_string("mode", "linear")));
+                                                v.attr_string("mode", "linear")));
 }
 
 }  // namespace

@@ -199,7 +199,8 @@ double reduce_values(const std::string& reduction, double old, double update) {
 void store_reduced(Tensor& out, int64_t i, const Tensor& updates, int64_t u, const std::string& reduction) {
   if (reduction == "none") return copy_element(out.mutable_data(), i, updates, u);
   const double old = load_as_double(out.dtype(), out.data(), i);
-  store_double(out.dtype(), out.mutable_data(), i, reduce_values(reduction, old, load_as_double(updates.dtype(), updates.data(), u)));
+  store_double(out.dtype(), out.mutable_data(), i,
+               reduce_values(reduction, old, load_as_double(updates.dtype(), updates.data(), u)));
 }
 
 void scatter_elements(OpView& v) {
@@ -299,7 +300,8 @@ void non_max_suppression(OpView& v) {
   const int64_t limit = max_boxes && max_boxes->numel() ? std::max<int64_t>(ints_of(*max_boxes)[0], 0) : 0;
   const double iou_threshold = iou && iou->numel() ? doubles_of(*iou)[0] : 0.0;
   const bool center = v.attr_int("center_point_box", 0) != 0;
-  if (boxes.rank() != 3 || scores.rank() != 3 || boxes.dim(2) != 4 || boxes.dim(0) != scores.dim(0) || boxes.dim(1) != scores.dim(2))
+  if (boxes.rank() != 3 || scores.rank() != 3 || boxes.dim(2) != 4 || boxes.dim(0) != scores.dim(0) ||
+      boxes.dim(1) != scores.dim(2))
     fail("NonMaxSuppression: expected boxes [B, N, 4] and scores [B, C, N]");
   std::vector<int64_t> selected;
   for (int64_t b = 0; b < scores.dim(0); ++b)

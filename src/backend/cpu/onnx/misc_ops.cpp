@@ -177,7 +177,8 @@ void affine_grid(OpView& v) {
   const std::vector<int64_t> size = ints_of(v.required(1));
   const int spatial = static_cast<int>(size.size()) - 2;
   const bool align = v.attr_int("align_corners", 0) != 0;
-  if (theta.rank() != 3 || theta.dim(1) != spatial || theta.dim(2) != spatial + 1) fail("AffineGrid: theta must be [N, d, d + 1]");
+  if (theta.rank() != 3 || theta.dim(1) != spatial || theta.dim(2) != spatial + 1)
+    fail("AffineGrid: theta must be [N, d, d + 1]");
   const auto th = doubles_of(theta);
   Shape shape{size[0]};
   for (int d = 0; d < spatial; ++d) shape.push_back(size[2 + d]);
@@ -297,8 +298,10 @@ void tfidf_vectorizer(OpView& v) {
   std::vector<double> out = tfidf_counts(v, ints_of(x), rows, len, column, width);
   for (size_t i = 0; i < out.size(); ++i) {
     const double w = weights.empty() ? 1.0 : weights[i % static_cast<size_t>(width)];
-    if (mode == "IDF") out[i] = out[i] > 0 ? w : 0;
-    else if (mode == "TFIDF") out[i] *= w;
+    if (mode == "IDF")
+      out[i] = out[i] > 0 ? w : 0;
+    else if (mode == "TFIDF")
+      out[i] *= w;
   }
   v.output(0, from_doubles(DType::Float32, x.rank() == 2 ? Shape{rows, width} : Shape{width}, out));
 }
@@ -323,7 +326,8 @@ std::vector<Col2ImAxis> col2im_axes(const OpView& v, const std::vector<int64_t>&
     const Col2ImAxis a{image[i], block[i], dilations[i], strides[i], pads[i], 0};
     for (int64_t e : {a.image, a.block, a.dilation, a.stride})
       if (e < 1 || e > INT32_MAX) fail("Col2Im: sizes, dilations and strides must be in [1, 2^31)");
-    if (pads[i] < 0 || pads[i + s] < 0 || pads[i] > INT32_MAX || pads[i + s] > INT32_MAX) fail("Col2Im: pads must be in [0, 2^31)");
+    if (pads[i] < 0 || pads[i + s] < 0 || pads[i] > INT32_MAX || pads[i + s] > INT32_MAX)
+      fail("Col2Im: pads must be in [0, 2^31)");
     const int64_t span = a.image + pads[i] + pads[i + s] - ((a.block - 1) * a.dilation + 1);
     if (span < 0) fail("Col2Im: the block does not fit the padded image");
     axes.push_back(a);

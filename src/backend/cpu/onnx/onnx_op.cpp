@@ -73,8 +73,7 @@ std::vector<double> doubles_of(const Tensor& t) {
 int64_t normalize_index(int64_t i, int64_t dim, const char* what) {
   const int64_t wrapped = i < 0 ? i + dim : i;
   if (wrapped < 0 || wrapped >= dim)
-    runtime::fail(std::string(what) + " " + std::to_string(i) + " is out of range for a dimension of " +
-                  std::to_string(dim));
+    runtime::fail(std::string(what) + " " + std::to_string(i) + " is out of range for a dimension of " + std::to_string(dim));
   return wrapped;
 }
 

@@ -21,7 +21,8 @@ int gates_of(Cell c) { return c == Cell::Rnn ? 1 : c == Cell::Gru ? 3 : 4; }
 // Reads a tensor as doubles; absent optional tensors read as zeros of `size`.
 std::vector<double> values_or_zeros(const Tensor* t, size_t size) {
   if (!t) return std::vector<double>(size, 0.0);
-  if (static_cast<size_t>(t->numel()) != size) fail("an optional input has " + std::to_string(t->numel()) + " elements, expected " + std::to_string(size));
+  if (static_cast<size_t>(t->numel()) != size)
+    fail("an optional input has " + std::to_string(t->numel()) + " elements, expected " + std::to_string(size));
   return doubles_of(*t);
 }
 
@@ -35,7 +36,7 @@ struct Direction {
   const Sizes& s;
   int dir;
   bool linear_before_reset;
-  double clip;  // 0: none
+  double clip;                   // 0: none
   const std::vector<double>& x;  // [seq, batch, input]
   const double* w;               // [gates*hidden, input]
   const double* r;               // [gates*hidden, hidden]
@@ -62,8 +63,8 @@ struct Direction {
   }
 
   // The new hidden (and cell) state of batch row b at time t.
-  void step(int64_t t, int64_t b, const std::vector<double>& h, const std::vector<double>& c,
-            std::vector<double>& next_h, std::vector<double>& next_c) const {
+  void step(int64_t t, int64_t b, const std::vector<double>& h, const std::vector<double>& c, std::vector<double>& next_h,
+            std::vector<double>& next_c) const {
     const int64_t H = s.hidden;
     if (cell == Cell::Rnn) {
       for (int64_t j = 0; j < H; ++j) next_h[b * H + j] = std::tanh(clipped(gate(t, b, h, j)));
@@ -78,8 +79,8 @@ struct Direction {
       for (int64_t j = 0; j < H; ++j) {
         const int64_t row = 2 * H + j;
         // The reset gate scales h before the product, or (linear_before_reset) the product itself.
-        const double recurrent = linear_before_reset ? reset[j] * (hidden_part(h, b, row) + rb[row])
-                                                     : hidden_part(reset_h, b, row) + rb[row];
+        const double recurrent =
+            linear_before_reset ? reset[j] * (hidden_part(h, b, row) + rb[row]) : hidden_part(reset_h, b, row) + rb[row];
         const double candidate = std::tanh(clipped(input_part(t, b, row) + wb[row] + recurrent));
         const double z = sigmoid(clipped(gate(t, b, h, j)));
         next_h[b * H + j] = (1 - z) * candidate + z * h[b * H + j];
@@ -134,8 +135,8 @@ void recurrent(OpView& v) {
   const std::string direction = v.attr_string("direction", "forward");
   if (x_in.rank() != 3 || w_in.rank() != 3 || r_in.rank() != 3) fail("X, W and R must have rank 3");
   const int gates = gates_of(C);
-  Sizes s{batch_first ? x_in.dim(1) : x_in.dim(0), batch_first ? x_in.dim(0) : x_in.dim(1), x_in.dim(2),
-          r_in.dim(2), w_in.dim(0)};
+  Sizes s{batch_first ? x_in.dim(1) : x_in.dim(0), batch_first ? x_in.dim(0) : x_in.dim(1), x_in.dim(2), r_in.dim(2),
+          w_in.dim(0)};
   const int64_t expected_directions = direction == "bidirectional" ? 2 : 1;
   if (s.directions != expected_directions || w_in.dim(1) != gates * s.hidden || w_in.dim(2) != s.input ||
       r_in.dim(0) != s.directions || r_in.dim(1) != gates * s.hidden)
@@ -155,15 +156,24 @@ void recurrent(OpView& v) {
     h0 = swap_leading(h0, s.batch, s.directions, s.hidden);
     c0 = swap_leading(c0, s.batch, s.directions, s.hidden);
   }
-  const std::vector<double> peep = C == Cell::Lstm ? values_or_zeros(v.input(p_input), static_cast<size_t>(s.directions * 3 * s.hidden))
-                                                   : std::vector<double>(static_cast<size_t>(s.directions * 3 * s.hidden), 0.0);
+  const std::vector<double> peep = C == Cell::Lstm
+                                       ? values_or_zeros(v.input(p_input), static_cast<size_t>(s.directions * 3 * s.hidden))
+                                       : std::vector<double>(static_cast<size_t>(s.directions * 3 * s.hidden), 0.0);
   std::vector<double> y(static_cast<size_t>(s.seq * s.directions * s.batch * s.hidden), 0.0);
   std::vector<double> yh(state), yc(state);
   const int64_t gh = gates * s.hidden, block = s.batch * s.hidden;
   for (int dir = 0; dir < s.directions; ++dir) {
-    const Direction d{C, s, dir, v.attr_int("linear_before_reset", 0) != 0, v.attr_float("clip", 0), x,
-                      w.data() + dir * gh * s.input, r.data() + dir * gh * s.hidden,
-                      bias.data() + dir * 2 * gh, bias.data() + dir * 2 * gh + gh, peep.data() + dir * 3 * s.hidden};
+    const Direction d{C,
+                      s,
+                      dir,
+                      v.attr_int("linear_before_reset", 0) != 0,
+                      v.attr_float("clip", 0),
+                      x,
+                      w.data() + dir * gh * s.input,
+                      r.data() + dir * gh * s.hidden,
+                      bias.data() + dir * 2 * gh,
+                      bias.data() + dir * 2 * gh + gh,
+                      peep.data() + dir * 3 * s.hidden};
     std::vector<double> h(h0.begin() + dir * block, h0.begin() + (dir + 1) * block);
     std::vector<double> c(c0.begin() + dir * block, c0.begin() + (dir + 1) * block);
     d.run(direction == "reverse" || dir == 1, h, c, y);

@@ -2,8 +2,8 @@
 // defines it: each output coordinate maps to a source coordinate (coordinate_transformation_mode),
 // whose neighbours are weighted by the mode's kernel (nearest, linear, cubic; antialiased when
 // downsampling if asked), indices clamped to the edge.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 
 #include "backend/cpu/onnx/onnx_op.h"
 #include "core/elements.h"
@@ -31,8 +31,8 @@ struct Tap {
 
 // Source coordinate of output index y along an axis; `outside` is set for tf_crop_and_resize
 // positions outside the input.
-double source_coordinate(const ResizeAttrs& a, double y, double scale, int64_t in, int64_t out,
-                         double roi_start, double roi_end, bool& outside) {
+double source_coordinate(const ResizeAttrs& a, double y, double scale, int64_t in, int64_t out, double roi_start, double roi_end,
+                         bool& outside) {
   const double out_width = scale * static_cast<double>(in);
   outside = false;
   const std::string& m = a.coordinates;
@@ -109,8 +109,10 @@ std::vector<double> resize_axis(const std::vector<double>& x, Shape& shape, int 
     const double src = source_coordinate(a, static_cast<double>(o), scale, in, out, roi_start, roi_end, outside);
     std::vector<Tap> taps;
     if (!outside) {
-      if (a.mode == "nearest") taps = {{std::clamp<int64_t>(nearest_index(src, a.nearest), 0, in - 1), 1.0}};
-      else taps = interpolation_taps(a, src, scale, in);
+      if (a.mode == "nearest")
+        taps = {{std::clamp<int64_t>(nearest_index(src, a.nearest), 0, in - 1), 1.0}};
+      else
+        taps = interpolation_taps(a, src, scale, in);
     }
     for (int64_t b = 0; b < outer; ++b)
       for (int64_t j = 0; j < inner; ++j) {
@@ -193,13 +195,15 @@ void resize_op(OpView& v) {
     if (sizes.size() != axes.size()) fail("Resize: sizes must have one value per resized axis");
     const std::string policy = v.attr_string("keep_aspect_ratio_policy", "stretch");
     std::vector<double> ratios;
-    for (size_t i = 0; i < axes.size(); ++i) ratios.push_back(static_cast<double>(sizes[i]) / static_cast<double>(x.dim(static_cast<int>(axes[i]))));
+    for (size_t i = 0; i < axes.size(); ++i)
+      ratios.push_back(static_cast<double>(sizes[i]) / static_cast<double>(x.dim(static_cast<int>(axes[i]))));
     for (size_t i = 0; i < axes.size(); ++i) {
       double s = ratios[i];
       if (policy == "not_larger") s = *std::min_element(ratios.begin(), ratios.end());
       if (policy == "not_smaller") s = *std::max_element(ratios.begin(), ratios.end());
       all_scales[axes[i]] = s;
-      all_sizes[axes[i]] = policy == "stretch" ? sizes[i] : static_cast<int64_t>(s * static_cast<double>(x.dim(static_cast<int>(axes[i]))) + 0.5);
+      all_sizes[axes[i]] =
+          policy == "stretch" ? sizes[i] : static_cast<int64_t>(s * static_cast<double>(x.dim(static_cast<int>(axes[i]))) + 0.5);
     }
   } else {
     if (scales.size() != axes.size()) fail("Resize: expected scales or sizes with one value per resized axis");

@@ -51,7 +51,9 @@ struct GridSampler {
   std::vector<int64_t> strides;
 
   double border_lo(int d) const { return align_corners ? 0.0 : -0.5; }
-  double border_hi(int d) const { return align_corners ? static_cast<double>(x.dim(2 + d) - 1) : static_cast<double>(x.dim(2 + d)) - 0.5; }
+  double border_hi(int d) const {
+    return align_corners ? static_cast<double>(x.dim(2 + d) - 1) : static_cast<double>(x.dim(2 + d)) - 0.5;
+  }
 
   // The element at integer coordinates, with the padding mode for those outside.
   double pixel(int64_t base, const std::vector<int64_t>& index) const {
@@ -61,8 +63,10 @@ struct GridSampler {
       int64_t i = index[d];
       if (i < 0 || i >= dim) {
         if (padding == "zeros") return 0;
-        if (padding == "border") i = std::clamp<int64_t>(i, 0, dim - 1);
-        else i = static_cast<int64_t>(reflect(static_cast<double>(i), border_lo(d), border_hi(d)));
+        if (padding == "border")
+          i = std::clamp<int64_t>(i, 0, dim - 1);
+        else
+          i = static_cast<int64_t>(reflect(static_cast<double>(i), border_lo(d), border_hi(d)));
         i = std::clamp<int64_t>(i, 0, dim - 1);
       }
       offset += i * strides[2 + d];
@@ -77,14 +81,19 @@ struct GridSampler {
       double c = coordinate[d];
       if (mode == "nearest") c = std::nearbyint(c);
       if (c < border_lo(d) || c > border_hi(d)) {
-        if (padding == "border") c = std::clamp(c, 0.0, static_cast<double>(x.dim(2 + d) - 1));
-        else if (padding == "reflection") c = reflect(c, border_lo(d), border_hi(d));
+        if (padding == "border")
+          c = std::clamp(c, 0.0, static_cast<double>(x.dim(2 + d) - 1));
+        else if (padding == "reflection")
+          c = reflect(c, border_lo(d), border_hi(d));
       }
       const double f = std::floor(c);
       const int64_t i = static_cast<int64_t>(f);
-      if (mode == "nearest") taps[d] = {{static_cast<int64_t>(c), 1.0}};
-      else if (mode == "linear") taps[d] = {{i, 1 - (c - f)}, {i + 1, c - f}};
-      else for (int k = -1; k <= 2; ++k) taps[d].push_back({i + k, keys_cubic(c - f - k)});
+      if (mode == "nearest")
+        taps[d] = {{static_cast<int64_t>(c), 1.0}};
+      else if (mode == "linear")
+        taps[d] = {{i, 1 - (c - f)}, {i + 1, c - f}};
+      else
+        for (int k = -1; k <= 2; ++k) taps[d].push_back({i + k, keys_cubic(c - f - k)});
     }
     double acc = 0;
     std::vector<size_t> which(spatial, 0);
@@ -113,7 +122,11 @@ void grid_sample(OpView& v) {
   std::string mode = v.attr_string("mode", v.opset() < 20 ? "bilinear" : "linear");
   if (mode == "bilinear") mode = "linear";
   if (mode == "bicubic") mode = "cubic";
-  const GridSampler s{x, mode, v.attr_string("padding_mode", "zeros"), v.attr_int("align_corners", 0) != 0, spatial,
+  const GridSampler s{x,
+                      mode,
+                      v.attr_string("padding_mode", "zeros"),
+                      v.attr_int("align_corners", 0) != 0,
+                      spatial,
                       contiguous_strides(x.shape())};
   Shape shape{x.dim(0), x.dim(1)};
   shape.insert(shape.end(), grid.shape().begin() + 1, grid.shape().end() - 1);
@@ -152,12 +165,15 @@ void roi_align(OpView& v) {
   const int64_t ratio = v.attr_int("sampling_ratio", 0);
   const double scale = v.attr_float("spatial_scale", 1.0);
   const bool average = v.attr_string("mode", "avg") == "avg";
-  const bool half_pixel = v.attr_string("coordinate_transformation_mode", v.opset() < 16 ? "output_half_pixel" : "half_pixel") == "half_pixel";
+  const bool half_pixel =
+      v.attr_string("coordinate_transformation_mode", v.opset() < 16 ? "output_half_pixel" : "half_pixel") == "half_pixel";
   const int64_t C = x.dim(1), H = x.dim(2), W = x.dim(3);
   const auto box = doubles_of(rois);
   Tensor out(x.dtype(), {rois.dim(0), C, out_h, out_w});
   uint8_t* dst = out.mutable_data();
-  auto pixel = [&](int64_t n, int64_t c, int64_t y, int64_t xx) { return load_as_double(x.dtype(), x.data(), ((n * C + c) * H + y) * W + xx); };
+  auto pixel = [&](int64_t n, int64_t c, int64_t y, int64_t xx) {
+    return load_as_double(x.dtype(), x.data(), ((n * C + c) * H + y) * W + xx);
+  };
   for (int64_t r = 0; r < rois.dim(0); ++r) {
     const int64_t n = normalize_index(batch[r], x.dim(0), "RoiAlign batch index");
     const double offset = half_pixel ? 0.5 : 0.0;
@@ -178,17 +194,23 @@ void roi_align(OpView& v) {
           bool first = true;
           for (int64_t iy = 0; iy < grid_h; ++iy)
             for (int64_t ix = 0; ix < grid_w; ++ix) {
-              double y = y0 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-              double xx = x0 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              double y =
+                  y0 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+              double xx =
+                  x0 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
               double corners[4] = {0, 0, 0, 0};
               if (!(y < -1.0 || y > static_cast<double>(H) || xx < -1.0 || xx > static_cast<double>(W))) {
                 y = std::max(y, 0.0);
                 xx = std::max(xx, 0.0);
                 int64_t y_low = static_cast<int64_t>(y), x_low = static_cast<int64_t>(xx), y_high, x_high;
-                if (y_low >= H - 1) y_high = y_low = H - 1, y = static_cast<double>(y_low);
-                else y_high = y_low + 1;
-                if (x_low >= W - 1) x_high = x_low = W - 1, xx = static_cast<double>(x_low);
-                else x_high = x_low + 1;
+                if (y_low >= H - 1)
+                  y_high = y_low = H - 1, y = static_cast<double>(y_low);
+                else
+                  y_high = y_low + 1;
+                if (x_low >= W - 1)
+                  x_high = x_low = W - 1, xx = static_cast<double>(x_low);
+                else
+                  x_high = x_low + 1;
                 const double ly = y - static_cast<double>(y_low), lx = xx - static_cast<double>(x_low);
                 corners[0] = (1 - ly) * (1 - lx) * pixel(n, c, y_low, x_low);
                 corners[1] = (1 - ly) * lx * pixel(n, c, y_low, x_high);
@@ -280,8 +302,10 @@ void max_pool_with_indices(OpView& v) {
 std::vector<std::string> split_terms(const std::string& s) {
   std::vector<std::string> out(1);
   for (char c : s) {
-    if (c == ',') out.emplace_back();
-    else if (c != ' ') out.back() += c;
+    if (c == ',')
+      out.emplace_back();
+    else if (c != ' ')
+      out.back() += c;
   }
   return out;
 }
@@ -319,8 +343,10 @@ void einsum(OpView& v) {
     for (int d = 0; d < t.rank(); ++d) {
       auto [it, fresh] = sizes.emplace(inputs[i][d], t.dim(d));
       if (!fresh && it->second != t.dim(d)) {
-        if (it->second == 1) it->second = t.dim(d);
-        else if (t.dim(d) != 1) fail("Einsum: label '" + std::string(1, inputs[i][d]) + "' has two sizes");
+        if (it->second == 1)
+          it->second = t.dim(d);
+        else if (t.dim(d) != 1)
+          fail("Einsum: label '" + std::string(1, inputs[i][d]) + "' has two sizes");
       }
     }
   }
@@ -386,14 +412,29 @@ DeformConvGeometry deform_conv_geometry(const OpView& v, const Tensor& x, const 
   if (x.rank() != 4 || w.rank() != 4 || offset.rank() != 4) fail("DeformConv: only 2-D inputs [N, C, H, W] are supported");
   const std::vector<int64_t> strides = attr_or(v, "strides", {1, 1}), dilations = attr_or(v, "dilations", {1, 1});
   const std::vector<int64_t> pads = attr_or(v, "pads", {0, 0, 0, 0});
-  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) fail("DeformConv: strides, dilations and pads of a 2-D conv");
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+    fail("DeformConv: strides, dilations and pads of a 2-D conv");
   for (int64_t e : {strides[0], strides[1], dilations[0], dilations[1]})
     if (e < 1 || e > INT32_MAX) fail("DeformConv: strides and dilations must be in [1, 2^31)");
   for (int64_t p : pads)
     if (p < 0 || p > INT32_MAX) fail("DeformConv: pads must be in [0, 2^31)");
-  const DeformConvGeometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), offset.dim(2), offset.dim(3), w.dim(2), w.dim(3),
-                             v.attr_int("group", 1), v.attr_int("offset_group", 1), strides[0], strides[1],
-                             dilations[0], dilations[1], pads[0], pads[1]};
+  const DeformConvGeometry g{x.dim(0),
+                             x.dim(1),
+                             x.dim(2),
+                             x.dim(3),
+                             w.dim(0),
+                             offset.dim(2),
+                             offset.dim(3),
+                             w.dim(2),
+                             w.dim(3),
+                             v.attr_int("group", 1),
+                             v.attr_int("offset_group", 1),
+                             strides[0],
+                             strides[1],
+                             dilations[0],
+                             dilations[1],
+                             pads[0],
+                             pads[1]};
   if (g.group < 1 || g.offset_group < 1 || g.channels != w.dim(1) * g.group || g.out_channels % g.group != 0 ||
       g.channels % g.offset_group != 0)
     fail("DeformConv: channels, weights, group and offset_group disagree");
@@ -423,8 +464,8 @@ double sample_zero_padded(const double* plane, int64_t height, int64_t width, do
 // One output element of DeformConv: each kernel tap reads the input at its place moved by the
 // learned offset (bilinear), scaled by the mask, over the group's input channels.
 double deform_conv_at(const DeformConvGeometry& g, const std::vector<double>& x, const std::vector<double>& w,
-                      const std::vector<double>& offset, const std::vector<double>* mask, int64_t n, int64_t oc,
-                      int64_t i, int64_t j) {
+                      const std::vector<double>& offset, const std::vector<double>* mask, int64_t n, int64_t oc, int64_t i,
+                      int64_t j) {
   const int64_t per_group = g.channels / g.group, per_offset_group = g.channels / g.offset_group;
   const int64_t first = oc / (g.out_channels / g.group) * per_group, taps = g.kh * g.kw;
   double acc = 0;

@@ -87,7 +87,8 @@ void dft(OpView& v) {
   if (const Tensor* length = v.input(1)) n = ints_of(*length).at(0);
   if (n < 1) fail("DFT: dft_length must be positive");
   if (inverse && onesided)
-    return v.output(0, along_axis(x, axis, n, 1, [&](const std::vector<Complex>& line) { return transform(hermitian(line, n), n, true); }));
+    return v.output(
+        0, along_axis(x, axis, n, 1, [&](const std::vector<Complex>& line) { return transform(hermitian(line, n), n, true); }));
   const int64_t bins = !inverse && onesided ? n / 2 + 1 : n;
   v.output(0, along_axis(x, axis, bins, 2, [&](const std::vector<Complex>& line) { return transform(line, n, inverse); }));
 }
@@ -113,7 +114,8 @@ void stft(OpView& v) {
       for (int64_t j = 0; j < frame; ++j) {
         const int64_t i = (b * x.dim(1) + f * step + j) * parts;
         const double w = j < static_cast<int64_t>(weights.size()) ? weights[j] : 0.0;
-        segment[j] = Complex(load_as_double(x.dtype(), x.data(), i), parts == 2 ? load_as_double(x.dtype(), x.data(), i + 1) : 0.0) * w;
+        segment[j] =
+            Complex(load_as_double(x.dtype(), x.data(), i), parts == 2 ? load_as_double(x.dtype(), x.data(), i + 1) : 0.0) * w;
       }
       const std::vector<Complex> spectrum = transform(segment, frame, false);
       for (int64_t k = 0; k < bins; ++k) {
@@ -149,8 +151,8 @@ void mel_weight_matrix(OpView& v) {
   const int64_t sample_rate = ints_of(v.required(2)).at(0);
   if (mel_bins < 1 || dft_length < 1 || sample_rate < 1 || mel_bins > (int64_t{1} << 24) || dft_length > (int64_t{1} << 24))
     fail("MelWeightMatrix: num_mel_bins, dft_length and sample_rate must be positive (and below 2^24)");
-  const std::vector<int64_t> edge = mel_edges(mel_bins, dft_length, sample_rate, doubles_of(v.required(3)).at(0),
-                                              doubles_of(v.required(4)).at(0));
+  const std::vector<int64_t> edge =
+      mel_edges(mel_bins, dft_length, sample_rate, doubles_of(v.required(3)).at(0), doubles_of(v.required(4)).at(0));
   const int64_t bins = dft_length / 2 + 1;
   std::vector<double> w(static_cast<size_t>(bins * mel_bins), 0.0);
   for (int64_t i = 0; i < mel_bins; ++i) {
