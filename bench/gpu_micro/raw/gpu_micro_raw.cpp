@@ -59,20 +59,55 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Function table: every entry point is resolved from the loaded library by name.
 // ---------------------------------------------------------------------------------------
-#define WGML_COMMON_FUNCS(X)                                                                                                    \
-  X(CreateInstance)                                                                                                             \
-  X(InstanceRequestAdapter) X(InstanceWaitAny) X(InstanceProcessEvents) X(InstanceRelease) X(AdapterGetInfo)                    \
-      X(AdapterInfoFreeMembers) X(AdapterGetLimits) X(AdapterGetFeatures) X(AdapterHasFeature) X(SupportedFeaturesFreeMembers)  \
-          X(AdapterRequestDevice) X(AdapterRelease) X(DeviceGetQueue) X(DeviceCreateBuffer) X(DeviceCreateShaderModule)         \
-              X(DeviceCreateComputePipeline) X(ComputePipelineGetBindGroupLayout) X(DeviceCreateBindGroup)                      \
-                  X(DeviceCreateCommandEncoder) X(DeviceDestroy) X(DeviceRelease) X(CommandEncoderBeginComputePass)             \
-                      X(CommandEncoderCopyBufferToBuffer) X(CommandEncoderFinish) X(CommandEncoderRelease)                      \
-                          X(CommandBufferRelease) X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)            \
-                              X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd) X(ComputePassEncoderRelease)     \
-                                  X(QueueSubmit) X(QueueWriteBuffer) X(QueueOnSubmittedWorkDone) X(QueueRelease)                \
-                                      X(BufferMapAsync) X(BufferGetConstMappedRange) X(BufferUnmap) X(BufferDestroy)            \
-                                          X(BufferRelease) X(ShaderModuleRelease) X(ComputePipelineRelease) X(BindGroupRelease) \
-                                              X(BindGroupLayoutRelease)
+// clang-format does not settle on one layout of these lists.
+// clang-format off
+#define WGML_COMMON_FUNCS(X)               \
+  X(CreateInstance)                        \
+  X(InstanceRequestAdapter)                \
+  X(InstanceWaitAny)                       \
+  X(InstanceProcessEvents)                 \
+  X(InstanceRelease)                       \
+  X(AdapterGetInfo)                        \
+  X(AdapterInfoFreeMembers)                \
+  X(AdapterGetLimits)                      \
+  X(AdapterGetFeatures)                    \
+  X(AdapterHasFeature)                     \
+  X(SupportedFeaturesFreeMembers)          \
+  X(AdapterRequestDevice)                  \
+  X(AdapterRelease)                        \
+  X(DeviceGetQueue)                        \
+  X(DeviceCreateBuffer)                    \
+  X(DeviceCreateShaderModule)              \
+  X(DeviceCreateComputePipeline)           \
+  X(ComputePipelineGetBindGroupLayout)     \
+  X(DeviceCreateBindGroup)                 \
+  X(DeviceCreateCommandEncoder)            \
+  X(DeviceDestroy)                         \
+  X(DeviceRelease)                         \
+  X(CommandEncoderBeginComputePass)        \
+  X(CommandEncoderCopyBufferToBuffer)      \
+  X(CommandEncoderFinish)                  \
+  X(CommandEncoderRelease)                 \
+  X(CommandBufferRelease)                  \
+  X(ComputePassEncoderSetPipeline)         \
+  X(ComputePassEncoderSetBindGroup)        \
+  X(ComputePassEncoderDispatchWorkgroups)  \
+  X(ComputePassEncoderEnd)                 \
+  X(ComputePassEncoderRelease)             \
+  X(QueueSubmit)                           \
+  X(QueueWriteBuffer)                      \
+  X(QueueOnSubmittedWorkDone)              \
+  X(QueueRelease)                          \
+  X(BufferMapAsync)                        \
+  X(BufferGetConstMappedRange)             \
+  X(BufferUnmap)                           \
+  X(BufferDestroy)                         \
+  X(BufferRelease)                         \
+  X(ShaderModuleRelease)                   \
+  X(ComputePipelineRelease)                \
+  X(BindGroupRelease)                      \
+  X(BindGroupLayoutRelease)
+// clang-format on
 
 #if defined(WGML_IMPL_WGPU)
 #define WGML_IMPL_FUNCS(X) X(DevicePoll) X(GetVersion)
