@@ -55,6 +55,7 @@ struct PlanPass {
   std::string name;    // for profiles: "TensorScatter.Scatter"
   std::string shader;  // the template it was rendered from
   std::string entry_point;
+  bool runtime_checks = true;  // PassSpec::runtime_checks
   // Shared by every plan whose template read the same values (Engine's RenderCache): the same
   // pointer means the same code, so a backend may key its compiled pipelines by it.
   std::shared_ptr<const std::string> wgsl;

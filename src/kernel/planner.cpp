@@ -557,6 +557,7 @@ class Planner {
     out.name = pass.name;
     out.shader = pass.shader;
     out.entry_point = pass.entry_point;
+    out.runtime_checks = pass.runtime_checks;
     List binding_values, param_fields;
     bool uses_f16 = false;
     for (const PassBinding& b : pass.bindings) {

@@ -393,7 +393,8 @@ class SpecParser {
 
   // A pass is named for profiles: by its op alone when it is its variant's only pass.
   PassSpec pass(const Json& j, const std::string& path, bool only_pass) const {
-    r_.keys(j, path, {"id", "name", "shader", "entryPoint", "derive", "bindings", "dispatch", "viewAlias", "description"},
+    r_.keys(j, path,
+            {"id", "name", "shader", "entryPoint", "derive", "bindings", "dispatch", "viewAlias", "runtimeChecks", "description"},
             {"id", "shader", "bindings", "dispatch"});
     PassSpec p;
     p.path = path;
@@ -401,6 +402,7 @@ class SpecParser {
     p.name = r_.string_or(j, "name", path, only_pass ? spec_.name : spec_.name + "." + p.id);
     p.shader = r_.string(j.at("shader"), Reader::child(path, "shader"));
     p.entry_point = r_.string_or(j, "entryPoint", path, "main");
+    if (j.contains("runtimeChecks")) p.runtime_checks = r_.boolean(j.at("runtimeChecks"), Reader::child(path, "runtimeChecks"));
     if (j.contains("derive")) p.derive = r_.derive(j.at("derive"), Reader::child(path, "derive"));
     pass_bindings(j.at("bindings"), Reader::child(path, "bindings"), p);
     dispatch(j.at("dispatch"), Reader::child(path, "dispatch"), p);

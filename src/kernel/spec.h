@@ -85,6 +85,9 @@ struct PassSpec {
   // Either x/y/z, or `workgroups` that the engine folds into x/y/z by the device's limit.
   std::optional<Expr> x, y, z, workgroups;
   std::vector<ViewAlias> view_alias;
+  // false: the template bounds-checks every access itself against the shapes the engine sized the
+  // buffers from, so the implementation's own checks (wgpu clamps every index) may be left out.
+  bool runtime_checks = true;
   std::shared_ptr<const Template> shader_template;  // set by the engine when it loads the spec
   // The names the template reads (set with shader_template): the rendered WGSL is a function of
   // their values alone, so those values key the render cache.

@@ -38,6 +38,7 @@ gpu::KernelSource kernel_of(const kernel::KernelPlan& plan, const kernel::PlanPa
   k.label = pass.name;
   k.wgsl = *pass.wgsl;
   k.entry_point = pass.entry_point;
+  k.skip_runtime_checks = !pass.runtime_checks;
   for (size_t i = 0; i < pass.bindings.size(); ++i) {
     const kernel::PlanBinding& b = pass.bindings[i];
     if (b.index != i) fail_plan(plan, "pass '" + pass.id + "' binds out of order at " + b.name);
