@@ -1,12 +1,9 @@
-// GPU storage types: the dtype -> WGSL scalar mapping, widening, packing, checked narrowing.
+// GPU storage types: the dtype -> WGSL scalar mapping and the storages a spec may declare.
 #include "kernel/storage.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
-
-#include "core/half.h"
 #include "spec_test_support.h"
 
 namespace wgml::kernel {
@@ -14,18 +11,6 @@ namespace {
 
 using testing::error_of;
 using ::testing::HasSubstr;
-
-template <class T>
-Tensor tensor_of(DType dtype, const std::vector<T>& values) {
-  return Tensor::from_bytes(dtype, {static_cast<int64_t>(values.size())}, values.data());
-}
-
-template <class T>
-std::vector<T> words(const std::vector<uint8_t>& bytes) {
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
-  return out;
-}
 
 TEST(SpecStorage, DefaultStorageFollowsTheDesign) {
   const std::pair<DType, const char*> native[] = {
