@@ -522,6 +522,7 @@ class Planner {
 
   std::array<uint32_t, 3> dispatch(const PassSpec& pass, const Scope& scope) const {
     const int64_t limit = device_.max_workgroups_per_dimension;
+    if (limit <= 0) fail(ErrorCode::InvalidArgument, "the device allows no workgroups (maxComputeWorkgroupsPerDimension 0)");
     std::array<int64_t, 3> size{};
     if (pass.workgroups) {
       const int64_t n = to_int(pass.workgroups->evaluate(scope), *pass.workgroups, "workgroups");
