@@ -1,6 +1,11 @@
 // The WebGPU backend as the executor drives it: plans made once per distinct request and reused
 // across runs, and results that stay on the GPU until read.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
 
 #include "backend/webgpu/gpu_tensor.h"
 #include "core/device_data.h"
@@ -42,6 +47,63 @@ TEST_F(WebGpuBackendTest, OutputsStayOnTheGpuUntilRead) {
     const Tensor& t = std::get<Tensor>(v);
     EXPECT_TRUE(std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t)));
   }
+}
+
+// A copy of kernels/ with one more file, for the checks made when a backend is created.
+class KernelsWith {
+ public:
+  KernelsWith(const std::string& relative_path, const std::string& text)
+      : dir_(std::filesystem::temp_directory_path() / ("wgml_kernels_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::copy(std::string(WGML_SOURCE_DIR) + "/kernels", dir_, std::filesystem::copy_options::recursive);
+    std::ofstream(dir_ / relative_path) << text;
+  }
+  ~KernelsWith() { std::filesystem::remove_all(dir_); }
+  std::string error_creating_a_backend() const {
+    GpuOptions options;
+    options.kernels_dir = dir_.string();
+    try {
+      WebGpuBackend backend(options);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidFormat) << e.what();
+      return e.what();
+    }
+    ADD_FAILURE() << "the backend was created";
+    return "";
+  }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// FlipNode's tensor field is `x`: a spec naming its input `input` can never receive it, and says so
+// when the backend is made instead of sending every Flip to the CPU in silence.
+TEST_F(WebGpuBackendTest, ASpecThatDoesNotTakeTheNodesFieldsIsAnErrorNamingBoth) {
+  const KernelsWith kernels("specs/mlx/Flip.json", R"json({
+    "domain": "mlx", "name": "Flip",
+    "inputs": { "input": { "dtype": "T" } },
+    "outputs": { "out": { "dtype": "T", "shape": "shapes.input" } },
+    "attributes": { "axes": {} },
+    "typeConstraints": { "T": ["float32"] },
+    "tunables": { "WORKGROUP_SIZE": { "default": 64 } },
+    "variants": [ { "id": "main", "passes": [ { "id": "copy", "shader": "copy.wgsl.jinja",
+      "bindings": [ { "arg": "input", "name": "src" }, { "arg": "out", "name": "dst" }, "params" ],
+      "dispatch": { "workgroups": "1" } } ] } ],
+    "bindings": { "params": { "struct": [ { "name": "count", "type": "u32", "value": "1" } ] } }
+  })json");
+  EXPECT_THAT(kernels.error_creating_a_backend(),
+              ::testing::HasSubstr("mlx.Flip (" + std::filesystem::temp_directory_path().string()));
+  EXPECT_THAT(kernels.error_creating_a_backend(),
+              ::testing::HasSubstr("IR field 'x' is a tensor, and the spec has no input of that name"));
+}
+
+TEST_F(WebGpuBackendTest, ADecompositionIntoOpsWithoutSpecsIsAnError) {
+  const KernelsWith kernels("decompositions/bad.json", R"json({
+    "domain": "mlx", "decompositions": { "Sort": { "input": "x", "output": "out",
+      "steps": [ { "op": "Argsort", "inputs": { "x": "previous" } } ] } }
+  })json");
+  EXPECT_THAT(kernels.error_creating_a_backend(),
+              ::testing::HasSubstr("mlx.Sort: decompositions.Sort.steps[0]: 'Argsort' has no kernel spec"));
 }
 
 }  // namespace
