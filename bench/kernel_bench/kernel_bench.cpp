@@ -232,20 +232,11 @@ std::function<void()> direct_dispatches(GpuContext& gpu, const kernel::KernelPla
   };
   std::vector<Dispatch> dispatches;
   for (const kernel::PlanPass& pass : plan.passes) {
-    gpu::KernelSource k;
-    k.label = pass.name;
-    k.wgsl = *pass.wgsl;
-    k.entry_point = pass.entry_point;
+    gpu::KernelSource k = backend::webgpu::kernel_source_of(plan, pass);
     k.skip_runtime_checks = skip_runtime_checks;
     Dispatch d{nullptr, {}, &pass};
-    for (const kernel::PlanBinding& b : pass.bindings) {
-      if (b.role == kernel::BindingRole::Params) {
-        k.params_size = static_cast<uint32_t>(pass.params.size());
-        continue;
-      }
-      k.bindings.push_back(b.access == kernel::BindingAccess::Read ? gpu::Access::Read : gpu::Access::ReadWrite);
-      d.buffers.push_back(ranges.at(b.tensor));
-    }
+    for (const kernel::PlanBinding& b : pass.bindings)
+      if (b.role != kernel::BindingRole::Params) d.buffers.push_back(ranges.at(b.tensor));
     d.kernel = &gpu.pipelines().get(k);
     dispatches.push_back(std::move(d));
   }
@@ -283,24 +274,18 @@ std::vector<RawVariant> raw_variants(const std::string& label) {
       "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
       "  let i = id.x + id.y * n.x * 256u;\n";
   if (label == "Add f32 [n] + [n]") {
+    // The template's shape: workgroup ids linearised, the count from params.
+    const std::string spec_style =
+        "@compute @workgroup_size(256)\n"
+        "fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>,\n"
+        "        @builtin(local_invocation_index) l: u32) {\n"
+        "  let i = ((w.z * n.y + w.y) * n.x + w.x) * 256u + l;\n"
+        "  if (i >= params.count / 4u) { return; }\n"
+        "  out[i] = a[i] + b[i];\n}\n";
     return {
         {"copy-style: global id, arrayLength guard", global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] + b[i]; }\n}\n"},
-        {"spec-style: workgroup ids linearised, params.count guard",
-         "@compute @workgroup_size(256)\n"
-         "fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>,\n"
-         "        @builtin(local_invocation_index) l: u32) {\n"
-         "  let i = ((w.z * n.y + w.y) * n.x + w.x) * 256u + l;\n"
-         "  if (i >= params.count / 4u) { return; }\n"
-         "  out[i] = a[i] + b[i];\n}\n",
-         true},
-        {"spec-style, balanced fold",
-         "@compute @workgroup_size(256)\n"
-         "fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>,\n"
-         "        @builtin(local_invocation_index) l: u32) {\n"
-         "  let i = ((w.z * n.y + w.y) * n.x + w.x) * 256u + l;\n"
-         "  if (i >= params.count / 4u) { return; }\n"
-         "  out[i] = a[i] + b[i];\n}\n",
-         true, 0, true},
+        {"spec-style: workgroup ids linearised, params.count guard", spec_style, true},
+        {"spec-style, balanced fold", spec_style, true, 0, true},
         {"grid-stride loop, 1056 workgroups",
          "@compute @workgroup_size(256)\n"
          "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"

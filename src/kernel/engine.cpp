@@ -16,9 +16,9 @@ const std::vector<std::string>& template_globals() {
 }
 
 // Each (name, member) a template reads, once, in a fixed order.
-std::vector<Expr::NameUse> distinct_reads(const Template& t) {
+std::vector<Expr::NameUse> distinct_reads(const std::vector<Template::FreeName>& free_names) {
   std::vector<Expr::NameUse> reads;
-  for (const auto& free : t.free_names()) {
+  for (const auto& free : free_names) {
     const bool seen = std::any_of(reads.begin(), reads.end(),
                                   [&](const Expr::NameUse& r) { return r.name == free.use.name && r.member == free.use.member; });
     if (!seen) reads.push_back({free.use.name, free.use.member, 0});
@@ -45,8 +45,9 @@ void Engine::attach_templates(KernelSpec& spec) {
       }
       NameTable pass_table = variant_table;
       pass_table.add_derived(pass.derive);
-      pass.template_reads = distinct_reads(*pass.shader_template);
-      for (const auto& free : pass.shader_template->free_names()) {
+      const std::vector<Template::FreeName> free_names = pass.shader_template->free_names();
+      pass.template_reads = distinct_reads(free_names);
+      for (const auto& free : free_names) {
         try {
           pass_table.check(*free.expr, free.use);
         } catch (const Error& e) {

@@ -279,10 +279,7 @@ class Planner {
       shapes_[t.name] = it->second.shape;
     } else {
       if (!t.shape) fail(ErrorCode::InvalidArgument, "output '" + t.name + "' has no shape expression; give its shape");
-      if (const auto given = request_.output_dtypes.find(t.name); given != request_.output_dtypes.end())
-        bind_dtype(t, given->second, true);
-      else if (const auto from_attribute = dtype_of_attribute(t))
-        bind_dtype(t, *from_attribute, true);
+      if (const auto from_attribute = dtype_of_attribute(t)) bind_dtype(t, *from_attribute, true);
       if (spec_.is_type_variable(t.dtype) && !type_vars_.count(t.dtype))
         fail(ErrorCode::InvalidArgument, "output '" + t.name + "': no input binds its type " + t.dtype + "; give its dtype");
       dtype = spec_.is_type_variable(t.dtype) ? type_vars_.at(t.dtype) : *dtype_from_name(t.dtype);
@@ -643,11 +640,6 @@ std::shared_ptr<const std::string> RenderCache::insert(const std::string& key, s
 uint64_t RenderCache::renders() const {
   std::lock_guard lock(mutex_);
   return renders_;
-}
-
-size_t RenderCache::size() const {
-  std::lock_guard lock(mutex_);
-  return entries_.size();
 }
 
 KernelPlan plan_request(const KernelSpec& spec, const KernelRequest& request, const DeviceCaps& device,

@@ -33,8 +33,6 @@ struct TensorDesc {
 struct KernelRequest {
   std::map<std::string, TensorDesc> inputs;   // by the spec's input name; absent optional inputs left out
   std::map<std::string, TensorDesc> outputs;  // by name; computed from the spec's `shape` when left out
-  // The dtype of an output whose shape the spec computes, where no input binds its type (AsType).
-  std::map<std::string, DType> output_dtypes;
   // The optional outputs to produce (Split's first n parts); the others are left out.
   std::set<std::string> wanted_outputs;
   std::map<std::string, Value> attributes;  // absent ones take the spec's defaults
@@ -51,7 +49,6 @@ class RenderCache {
   std::shared_ptr<const std::string> find(const std::string& key) const;
   std::shared_ptr<const std::string> insert(const std::string& key, std::string wgsl);
   uint64_t renders() const;  // templates rendered since the cache was made
-  size_t size() const;
 
  private:
   static constexpr size_t kMaxEntries = 4096;  // then cleared: only shape-baking templates get there

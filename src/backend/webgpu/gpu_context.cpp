@@ -52,7 +52,6 @@ std::string request_key(const kernel::KernelSpec& spec, const kernel::KernelRequ
   };
   add_tensors("i", r.inputs);
   add_tensors("o", r.outputs);
-  for (const auto& [name, dtype] : r.output_dtypes) key += "|d" + name + ":" + std::string(dtype_name(dtype));
   for (const std::string& name : r.wanted_outputs) key += "|w" + name;
   for (const auto& [name, value] : r.attributes) key += "|a" + name + "=" + value.repr();
   for (const auto& [input, output] : r.may_alias) key += "|m" + input + ">" + output;

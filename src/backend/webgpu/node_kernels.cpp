@@ -117,30 +117,41 @@ void run_on_cpu(const WebGpuState& state, const std::string& op, const std::stri
   state.placement->cpu_ms[op] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Plans `r` with `spec` and records it on the GPU, writing the outputs to their slots. Returns
-// the reason when the request does not fit the GPU (the caller runs the CPU kernel instead).
-std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const kernel::KernelSpec& spec,
-                                      const std::string& op, NodeRequest& r) {
-  if (!r.unadaptable.empty()) return r.unadaptable;
-  allow_in_place(ctx, r);
+// Plans `request` with `spec` and records it on the GPU over `inputs` (by the spec's names);
+// returns the outputs by name, or the reason the request does not fit the GPU (the caller runs the
+// CPU kernel instead).
+std::variant<std::map<std::string, Tensor>, std::string> plan_and_record(const WebGpuState& state, const kernel::KernelSpec& spec,
+                                                                         const kernel::KernelRequest& request,
+                                                                         const std::map<std::string, Tensor>& inputs) {
   const kernel::KernelPlan* plan = nullptr;
   GpuBuffers placed;
   try {
-    plan = &state.gpu->plan(spec, r.request);
+    plan = &state.gpu->plan(spec, request);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument) throw;
-    return e.what();
+    return std::string(e.what());
   }
   try {
-    placed = place_inputs(state.gpu, *plan, r.inputs);
+    placed = place_inputs(state.gpu, *plan, inputs);
   } catch (const Error& e) {
     // Values the GPU storage cannot hold (an int64 beyond int32): the CPU computes this op, and
     // reports the error itself where the values are invalid for it.
     if (e.code() != ErrorCode::Runtime) throw;
-    return e.what();
+    return std::string(e.what());
   }
+  return run_plan(state.gpu, *plan, std::move(placed));
+}
+
+// Runs node request `r` on the GPU, writing the outputs to their slots; returns the reason when it
+// does not fit the GPU.
+std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const kernel::KernelSpec& spec,
+                                      const std::string& op, NodeRequest& r) {
+  if (!r.unadaptable.empty()) return r.unadaptable;
+  allow_in_place(ctx, r);
+  auto result = plan_and_record(state, spec, r.request, r.inputs);
+  if (auto* why_not = std::get_if<std::string>(&result)) return *why_not;
+  auto& outputs = std::get<std::map<std::string, Tensor>>(result);
   ++state.placement->on_gpu[op];
-  std::map<std::string, Tensor> outputs = run_plan(state.gpu, *plan, std::move(placed));
   r.inputs.clear();
   for (auto& [name, slot] : r.outputs) ctx.set_tensor(slot, std::move(outputs.at(name)));
   return std::nullopt;
@@ -261,13 +272,9 @@ std::variant<Tensor, std::string> run_step(const WebGpuState& state, const kerne
   for (const auto& [name, e] : step.attributes) request.attributes[name] = e.evaluate(scope);
   const std::string& output = spec.outputs.front().name;
   request.wanted_outputs.insert(output);
-  try {
-    const kernel::KernelPlan& plan = state.gpu->plan(spec, request);
-    return run_plan(state.gpu, plan, place_inputs(state.gpu, plan, inputs)).at(output);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument && e.code() != ErrorCode::Runtime) throw;
-    return step.op + ": " + e.what();
-  }
+  auto result = plan_and_record(state, spec, request, inputs);
+  if (auto* why_not = std::get_if<std::string>(&result)) return step.op + ": " + *why_not;
+  return std::move(std::get<std::map<std::string, Tensor>>(result).at(output));
 }
 
 // Runs `d` step by step, each step's output the next one's "previous"; the last is the node's
@@ -277,9 +284,9 @@ std::optional<std::string> run_decomposition(ExecContext& ctx, const WebGpuState
   if (!r.unadaptable.empty()) return r.unadaptable;
   const kernel::ObjectScope base = decomposition_scope(r);
   Tensor previous = r.inputs.at(d.input);
+  const kernel::Value once(kernel::List{kernel::Value(false)});  // a step without `for` runs once
   for (const kernel::DecompositionStep& step : d.steps) {
-    const kernel::List once{kernel::Value(false)};
-    const kernel::Value list = step.loop_list ? step.loop_list->evaluate(base) : kernel::Value(once);
+    const kernel::Value list = step.loop_list ? step.loop_list->evaluate(base) : once;
     if (!list.is_list()) return step.path + ": `in` is not a list";
     for (const kernel::Value& element : list.as_list()) {
       const kernel::ObjectScope scope(

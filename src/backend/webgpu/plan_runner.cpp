@@ -31,9 +31,21 @@ std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& c
   return outputs;
 }
 
-// The pipeline interface of a pass: storage bindings first, in index order, then at most one
-// params uniform, as gpu::Recorder binds them.
-gpu::KernelSource kernel_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass) {
+void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kernel::PlanPass& pass, const Buffers& buffers) {
+  const gpu::Kernel* found = context.find_kernel(pass);
+  const gpu::Kernel& kernel = found ? *found : context.add_kernel(pass, kernel_source_of(plan, pass));
+  std::vector<gpu::BufferRange> ranges;
+  for (const kernel::PlanBinding& b : pass.bindings)
+    if (b.role != kernel::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->range());
+  const gpu::Grid grid{pass.dispatch[0], pass.dispatch[1], pass.dispatch[2]};
+  if (grid.workgroups() == 0) return;
+  context.recorder().dispatch(
+      kernel, ranges, std::span(reinterpret_cast<const std::byte*>(pass.params.data()), pass.params.size()), grid, pass.name);
+}
+
+}  // namespace
+
+gpu::KernelSource kernel_source_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass) {
   gpu::KernelSource k;
   k.label = pass.name;
   k.wgsl = *pass.wgsl;
@@ -51,20 +63,6 @@ gpu::KernelSource kernel_of(const kernel::KernelPlan& plan, const kernel::PlanPa
   }
   return k;
 }
-
-void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kernel::PlanPass& pass, const Buffers& buffers) {
-  const gpu::Kernel* found = context.find_kernel(pass);
-  const gpu::Kernel& kernel = found ? *found : context.add_kernel(pass, kernel_of(plan, pass));
-  std::vector<gpu::BufferRange> ranges;
-  for (const kernel::PlanBinding& b : pass.bindings)
-    if (b.role != kernel::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->range());
-  const gpu::Grid grid{pass.dispatch[0], pass.dispatch[1], pass.dispatch[2]};
-  if (grid.workgroups() == 0) return;
-  context.recorder().dispatch(
-      kernel, ranges, std::span(reinterpret_cast<const std::byte*>(pass.params.data()), pass.params.size()), grid, pass.name);
-}
-
-}  // namespace
 
 GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                         const std::map<std::string, Tensor>& inputs) {

@@ -16,6 +16,11 @@ namespace wgml::backend::webgpu {
 class GpuTensorData;
 using GpuBuffers = std::map<std::string, std::shared_ptr<const GpuTensorData>>;
 
+// The pipeline interface of a pass (its WGSL, entry point, storage bindings in index order, then
+// at most one params uniform, as gpu::Recorder binds them). Throws wgml::Error(Runtime) when the
+// plan binds out of that order.
+gpu::KernelSource kernel_source_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass);
+
 // The plan's inputs in GPU memory, found there or uploaded (recorded, not yet run), by the spec's
 // input names. Throws wgml::Error(Runtime) naming the input, element and value when one does not
 // fit its storage (int64 narrowed to i32) or the spec's valueRange; nothing has been dispatched then.
