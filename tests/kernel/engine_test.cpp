@@ -147,7 +147,7 @@ TEST(SpecValidation, BindingsDispatchStorage) {
   EXPECT_THAT(spec_error(j), HasSubstr("viewAlias[0].output: 'z' is not a binding of an output in this pass"));
   j = scale_spec();
   j["variants"][0]["passes"][0]["bindings"] = {"x", "unknown"};
-  EXPECT_THAT(spec_error(j), HasSubstr("bindings[1]: 'unknown' is neither an input, an output nor a binding"));
+  EXPECT_THAT(spec_error(j), HasSubstr("bindings[1]: 'unknown' is neither an input, an output, a scratch tensor nor a binding"));
   j = scale_spec();
   j["variants"][0]["passes"][0]["bindings"][0] = {{"arg", "x"}, {"elementType", "$missing"}};
   EXPECT_THAT(spec_error(j), HasSubstr("'missing' is not defined here"));
