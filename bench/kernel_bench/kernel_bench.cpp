@@ -59,6 +59,8 @@ struct OpCase {
   double bytes = 0;  // compulsory traffic of one run
   // Element k of the expected output, from the inputs on the CPU.
   std::function<double(int64_t)> expected;
+  // The copy it is measured against moves as many bytes (read + write); 0: a copy of the output.
+  uint64_t copy_bytes = 0;
 };
 
 double at(const Tensor& t, int64_t i) { return load_as_double(t.dtype(), t.data(), i); }
@@ -184,6 +186,82 @@ double copy_roofline(GpuContext& gpu, const Options& o, uint64_t bytes) {
   return 2.0 * static_cast<double>(bytes) / ways[0].timing.seconds;
 }
 
+// The expected output computed once, on its first use (a whole reference at a time).
+std::function<double(int64_t)> computed_once(std::function<std::vector<double>()> compute) {
+  auto values = std::make_shared<std::vector<double>>();
+  return [values, compute](int64_t k) {
+    if (values->empty()) *values = compute();
+    return (*values)[static_cast<size_t>(k)];
+  };
+}
+
+// MLX's RMSNorm (centered: LayerNorm, without a bias) of the rows of x times w, in double.
+std::vector<double> norm_reference(const Tensor& x, const Tensor& w, bool centered, double eps) {
+  const int64_t cols = x.dim(x.rank() - 1), rows = x.numel() / cols;
+  std::vector<double> out(static_cast<size_t>(x.numel()));
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, squares = 0;
+    for (int64_t i = 0; i < cols; ++i) sum += at(x, r * cols + i);
+    const double mean = centered ? sum / cols : 0;
+    for (int64_t i = 0; i < cols; ++i) squares += (at(x, r * cols + i) - mean) * (at(x, r * cols + i) - mean);
+    const double inv = 1 / std::sqrt(squares / cols + eps);
+    for (int64_t i = 0; i < cols; ++i) out[r * cols + i] = (at(x, r * cols + i) - mean) * inv * at(w, i);
+  }
+  return out;
+}
+
+// Attention of q [1, Hq, 1, D] over k, v [1, Hkv, L, D] (one decode step), in double.
+std::vector<double> decode_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+  const int64_t heads = q.dim(1), kv_heads = k.dim(1), length = k.dim(2), dim = q.dim(3);
+  std::vector<double> out(static_cast<size_t>(heads * dim)), scores(static_cast<size_t>(length));
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t kv = h / (heads / kv_heads) * length * dim;
+    double greatest = -INFINITY, total = 0;
+    for (int64_t j = 0; j < length; ++j) {
+      double s = 0;
+      for (int64_t d = 0; d < dim; ++d) s += at(q, h * dim + d) * at(k, kv + j * dim + d);
+      greatest = std::max(greatest, scores[j] = s * scale);
+    }
+    for (int64_t j = 0; j < length; ++j) total += scores[j] = std::exp(scores[j] - greatest);
+    for (int64_t d = 0; d < dim; ++d) {
+      double acc = 0;
+      for (int64_t j = 0; j < length; ++j) acc += scores[j] * at(v, kv + j * dim + d);
+      out[h * dim + d] = acc / total;
+    }
+  }
+  return out;
+}
+
+// The transformer block's nodes: norms over rows of 4096, one decode step of attention (32 query
+// heads over 8 KV heads of 128, as Llama 3 8B) over KV histories of 1024 and 8192 positions.
+void add_attention_cases(std::vector<OpCase>& cases) {
+  const int64_t side = 4096;
+  const Tensor x = random_floats(DType::Float32, {side, side}, 7), w = random_floats(DType::Float32, {side}, 8);
+  for (const bool centered : {false, true})
+    cases.push_back({centered ? "LayerNorm f32 [4096, 4096]" : "RMSNorm f32 [4096, 4096]",
+                     centered ? "LayerNorm" : "RMSNorm",
+                     {{"x", x}, {"weight", w}},
+                     {{"eps", kernel::Value(1e-5)}},
+                     8.0 * side * side + 4.0 * side,
+                     computed_once([=] { return norm_reference(x, w, centered, 1e-5); })});
+  const int64_t heads = 32, kv_heads = 8, dim = 128;
+  const double scale = 1 / std::sqrt(double(dim));
+  const Tensor q = random_floats(DType::Float16, {1, heads, 1, dim}, 9);
+  for (const int64_t length : {int64_t(1024), int64_t(8192)}) {
+    const Tensor k = random_floats(DType::Float16, {1, kv_heads, length, dim}, 10);
+    const Tensor v = random_floats(DType::Float16, {1, kv_heads, length, dim}, 11);
+    const double bytes = 2.0 * (2 * heads * dim + 2 * kv_heads * length * dim);
+    OpCase c{"Sdpa decode f16 32/8 heads, D 128, KV " + std::to_string(length),
+             "Sdpa",
+             {{"q", q}, {"k", k}, {"v", v}},
+             {{"scale", kernel::Value(scale)}},
+             bytes,
+             computed_once([=] { return decode_attention_reference(q, k, v, scale); })};
+    c.copy_bytes = static_cast<uint64_t>(bytes / 2);
+    cases.push_back(std::move(c));
+  }
+}
+
 std::vector<OpCase> op_cases(const Options& o) {
   const int64_t n = static_cast<int64_t>(o.mib << 20) / 4;  // float32 elements per input
   const int64_t side = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
@@ -209,6 +287,7 @@ std::vector<OpCase> op_cases(const Options& o) {
                    {{"perm", kernel::Value::int_list({1, 0})}},
                    8.0 * side * side,
                    [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
+  add_attention_cases(cases);
   return cases;
 }
 
@@ -380,7 +459,7 @@ int main(int argc, char** argv) {
       if (error > 2e-3) throw Error(ErrorCode::Runtime, c.label + ": result differs from the CPU by " + std::to_string(error));
       nlohmann::json op = {{"op", c.label}};
       std::vector<Way> ways;
-      const uint64_t out_bytes = plan.tensor("out")->gpu_bytes;
+      const uint64_t out_bytes = c.copy_bytes ? c.copy_bytes : plan.tensor("out")->gpu_bytes;
       const auto copy = copy_way(*gpu, out_bytes);
       ways.push_back(copy->way);
       ways.emplace_back("run_plan (as the backend runs it)", [&] { backend::webgpu::run_plan(gpu, plan, placed); });
@@ -425,7 +504,8 @@ int main(int argc, char** argv) {
 
       measure(*gpu, o, ways);
       const double copy_bps = 2.0 * static_cast<double>(out_bytes) / ways[0].timing.seconds;
-      std::printf("%s (copy of the output's size, interleaved: %.0f GB/s)\n", c.label.c_str(), copy_bps / 1e9);
+      std::printf("%s (copy of %s, interleaved: %.0f GB/s)\n", c.label.c_str(),
+                  c.copy_bytes ? "half its traffic" : "the output's size", copy_bps / 1e9);
       op["copy_gbps"] = copy_bps / 1e9;
       for (size_t w = 1; w < ways.size(); ++w) {
         const Timing& t = ways[w].timing;
