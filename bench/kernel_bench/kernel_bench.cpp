@@ -59,6 +59,7 @@ struct OpCase {
   double bytes = 0;  // compulsory traffic of one run
   // Element k of the expected output, from the inputs on the CPU.
   std::function<double(int64_t)> expected;
+  double flops = 0;  // arithmetic of one run, for the ops bound by it rather than by memory
 };
 
 double at(const Tensor& t, int64_t i) { return load_as_double(t.dtype(), t.data(), i); }
@@ -184,6 +185,33 @@ double copy_roofline(GpuContext& gpu, const Options& o, uint64_t bytes) {
   return 2.0 * static_cast<double>(bytes) / ways[0].timing.seconds;
 }
 
+// A 3x3 convolution, 64 -> 64 channels on 224 x 224 (padding 1): FLOP-bound, so its rate is
+// reported as GFLOP/s too; the bench has no FMA roofline to compare it with.
+OpCase conv2d_case() {
+  constexpr int64_t side = 224, channels = 64, taps = 3;
+  const Tensor x = random_floats(DType::Float32, {1, side, side, channels}, 7);
+  const Tensor w = random_floats(DType::Float32, {channels, taps, taps, channels}, 8);
+  OpCase c{"Conv2D f32 3x3 64->64 [1, 224, 224, 64] padding 1",
+           "Conv2D",
+           {{"x", x}, {"w", w}},
+           {{"padding_h", kernel::Value(int64_t{1})}, {"padding_w", kernel::Value(int64_t{1})}},
+           4.0 * (2 * x.numel() + w.numel()),
+           [=](int64_t k) {
+             const int64_t co = k % channels, ow = k / channels % side, oh = k / channels / side;
+             double sum = 0;
+             for (int64_t kh = 0; kh < taps; ++kh)
+               for (int64_t kw = 0; kw < taps; ++kw) {
+                 const int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+                 if (ih < 0 || ih >= side || iw < 0 || iw >= side) continue;
+                 for (int64_t ci = 0; ci < channels; ++ci)
+                   sum += at(x, (ih * side + iw) * channels + ci) * at(w, ((co * taps + kh) * taps + kw) * channels + ci);
+               }
+             return sum;
+           }};
+  c.flops = 2.0 * side * side * channels * taps * taps * channels;
+  return c;
+}
+
 std::vector<OpCase> op_cases(const Options& o) {
   const int64_t n = static_cast<int64_t>(o.mib << 20) / 4;  // float32 elements per input
   const int64_t side = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
@@ -209,6 +237,7 @@ std::vector<OpCase> op_cases(const Options& o) {
                    {{"perm", kernel::Value::int_list({1, 0})}},
                    8.0 * side * side,
                    [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
+  cases.push_back(conv2d_case());
   return cases;
 }
 
@@ -437,6 +466,10 @@ int main(int argc, char** argv) {
                             {"gbps", gbps},
                             {"ratio_to_copy", gbps * 1e9 / copy_bps},
                             {"batch_us", t.batch_us}};
+        if (c.flops > 0) {
+          std::printf("; %7.0f GFLOP/s", c.flops / t.seconds / 1e9);
+          j["gflops"] = c.flops / t.seconds / 1e9;
+        }
         if (o.gpu_timestamps) {
           std::printf("; GPU timestamps %8.1f us %5.0f GB/s", t.gpu_seconds * 1e6, c.bytes / t.gpu_seconds / 1e9);
           j["gpu_us"] = t.gpu_seconds * 1e6;
