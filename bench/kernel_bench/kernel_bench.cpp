@@ -418,7 +418,8 @@ int main(int argc, char** argv) {
       for (const auto& [name, data] : placed) ranges[name] = data->range();
       std::vector<std::shared_ptr<gpu::PooledBuffer>> outputs;
       for (const kernel::PlanTensor& t : plan.tensors)
-        if (t.is_output) ranges[t.name] = outputs.emplace_back(backend::webgpu::new_buffer(*gpu, t.gpu_bytes, plan.op))->range();
+        if (t.is_output || t.is_scratch)
+          ranges[t.name] = outputs.emplace_back(backend::webgpu::new_buffer(*gpu, t.gpu_bytes, plan.op))->range();
       for (const bool skip : {false, true})
         ways.emplace_back(skip ? "plan's kernels, direct, runtime checks off" : "plan's kernels, direct",
                           direct_dispatches(*gpu, plan, ranges, skip));

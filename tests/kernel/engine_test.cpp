@@ -283,6 +283,30 @@ TEST_F(SpecEngine, HighestPriorityApplicableVariantWins) {
               HasSubstr("\n  fast: when[0] `numel(shapes.x) % 4 == 0` is false\n  plain: when[0] `ranks.x == 2` is false"));
 }
 
+// A variant's scratch tensor: sized in the variant's scope, bound read-write like an output,
+// never one of the plan's outputs; a pass may bind it only when its variant declares it.
+TEST_F(SpecEngine, ScratchTensorsAreVariantTemporaries) {
+  Json j = scale_spec();
+  j["variants"][0]["derive"] = {{"parts", "ceilDiv(numel(shapes.x), 4)"}};
+  j["variants"][0]["scratch"] = {{"partials", {{"dtype", "float32"}, {"shape", "[parts, 2]"}}}};
+  j["variants"][0]["passes"][0]["bindings"] = {"x", "partials", "y", "params"};
+  const KernelPlan p = plan(j, scale_request(DType::Float16, {9}), DeviceCaps{.shader_f16 = true});
+  const PlanTensor* partials = p.tensor("partials");
+  ASSERT_NE(partials, nullptr);
+  EXPECT_TRUE(partials->is_scratch);
+  EXPECT_FALSE(partials->is_output);
+  EXPECT_EQ(partials->shape, (Shape{3, 2}));
+  EXPECT_EQ(partials->gpu_bytes, 24u);
+  EXPECT_EQ(p.passes[0].bindings[1].role, BindingRole::Scratch);
+  EXPECT_EQ(p.passes[0].bindings[1].access, BindingAccess::ReadWrite);
+  EXPECT_EQ(p.passes[0].bindings[1].element_type, "f32");
+
+  j["variants"][0]["scratch"]["partials"]["shape"] = "[later]";
+  EXPECT_THAT(spec_error(j), HasSubstr("variants[0].scratch.partials.shape: column 2: 'later' is not defined here"));
+  j["variants"][0].erase("scratch");
+  EXPECT_THAT(spec_error(j), HasSubstr("'partials' is neither an input, an output, a scratch tensor"));
+}
+
 TEST_F(SpecEngine, DerivedValuesAreLazyAndCyclesAreErrors) {
   Json j = scale_spec();
   j["variants"][0]["derive"] = {{"later", "earlier * 2"}, {"earlier", "numel(shapes.x)"}};
