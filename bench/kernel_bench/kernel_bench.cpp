@@ -334,235 +334,234 @@ void add_matmul_cases(std::vector<OpCase>& cases) {
     c.flops = 2.0 * side * side * side;
     cases.push_back(std::move(c));
   }
+}
 
-  // A 3x3 convolution, 64 -> 64 channels on 224 x 224 (padding 1): FLOP-bound, so its rate is
-  // measured against the FMA kernel.
-  OpCase conv2d_case() {
-    constexpr int64_t side = 224, channels = 64, taps = 3;
-    const Tensor x = random_floats(DType::Float32, {1, side, side, channels}, 7);
-    const Tensor w = random_floats(DType::Float32, {channels, taps, taps, channels}, 8);
-    OpCase c{"Conv2D f32 3x3 64->64 [1, 224, 224, 64] padding 1",
-             "Conv2D",
-             {{"x", x}, {"w", w}},
-             {{"padding_h", kernel::Value(int64_t{1})}, {"padding_w", kernel::Value(int64_t{1})}},
-             4.0 * (2 * x.numel() + w.numel()),
-             [=](int64_t k) {
-               const int64_t co = k % channels, ow = k / channels % side, oh = k / channels / side;
-               double sum = 0;
-               for (int64_t kh = 0; kh < taps; ++kh)
-                 for (int64_t kw = 0; kw < taps; ++kw) {
-                   const int64_t ih = oh + kh - 1, iw = ow + kw - 1;
-                   if (ih < 0 || ih >= side || iw < 0 || iw >= side) continue;
-                   for (int64_t ci = 0; ci < channels; ++ci)
-                     sum += at(x, (ih * side + iw) * channels + ci) * at(w, ((co * taps + kh) * taps + kw) * channels + ci);
-                 }
-               return sum;
-             }};
-    c.flops = 2.0 * side * side * channels * taps * taps * channels;
-    return c;
-  }
+// A 3x3 convolution, 64 -> 64 channels on 224 x 224 (padding 1): FLOP-bound, so its rate is
+// measured against the FMA kernel.
+OpCase conv2d_case() {
+  constexpr int64_t side = 224, channels = 64, taps = 3;
+  const Tensor x = random_floats(DType::Float32, {1, side, side, channels}, 7);
+  const Tensor w = random_floats(DType::Float32, {channels, taps, taps, channels}, 8);
+  OpCase c{"Conv2D f32 3x3 64->64 [1, 224, 224, 64] padding 1",
+           "Conv2D",
+           {{"x", x}, {"w", w}},
+           {{"padding_h", kernel::Value(int64_t{1})}, {"padding_w", kernel::Value(int64_t{1})}},
+           4.0 * (2 * x.numel() + w.numel()),
+           [=](int64_t k) {
+             const int64_t co = k % channels, ow = k / channels % side, oh = k / channels / side;
+             double sum = 0;
+             for (int64_t kh = 0; kh < taps; ++kh)
+               for (int64_t kw = 0; kw < taps; ++kw) {
+                 const int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+                 if (ih < 0 || ih >= side || iw < 0 || iw >= side) continue;
+                 for (int64_t ci = 0; ci < channels; ++ci)
+                   sum += at(x, (ih * side + iw) * channels + ci) * at(w, ((co * taps + kh) * taps + kw) * channels + ci);
+               }
+             return sum;
+           }};
+  c.flops = 2.0 * side * side * channels * taps * taps * channels;
+  return c;
+}
 
-  std::vector<OpCase> op_cases(const Options& o) {
-    const int64_t n = static_cast<int64_t>(o.mib << 20) / 4;  // float32 elements per input
-    const int64_t side = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
-    const int64_t cols = 4096, rows = n / cols;
-    std::vector<OpCase> cases;
-    const Tensor a = random_floats(DType::Float32, {n}, 1), b = random_floats(DType::Float32, {n}, 2);
-    const Tensor row = random_floats(DType::Float32, {cols}, 3);
-    const Tensor h = random_floats(DType::Float16, {n}, 4), g = random_floats(DType::Float16, {n}, 5);
-    const Tensor square = random_floats(DType::Float32, {side, side}, 6);
-    cases.push_back({"Add f32 [n] + [n]", "Add", {{"a", a}, {"b", b}}, {}, 12.0 * n, [=](int64_t k) {
-                       return double(float(at(a, k) + at(b, k)));
-                     }});
-    cases.push_back(
-        {"Add f32 [n/4096, 4096] + [4096]", "Add", {{"a", a.reshaped({rows, cols})}, {"b", row}}, {}, 8.0 * n, [=](int64_t k) {
-           return double(float(at(a, k) + at(row, k % cols)));
-         }});
-    cases.push_back({"Exp f32 [n]", "Exp", {{"x", a}}, {}, 8.0 * n, [=](int64_t k) { return std::exp(at(a, k)); }});
-    cases.push_back({"Multiply f16 [n] * [n]", "Multiply", {{"a", h}, {"b", g}}, {}, 6.0 * n, [=](int64_t k) {
-                       return at(h, k) * at(g, k);
-                     }});
-    cases.push_back({"Transpose f32 [s, s]",
-                     "Transpose",
-                     {{"x", square}},
-                     {{"perm", kernel::Value::int_list({1, 0})}},
-                     8.0 * side * side,
-                     [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
-    add_attention_cases(cases);
-    add_matmul_cases(cases);
-    cases.push_back(conv2d_case());
-    return cases;
-  }
+std::vector<OpCase> op_cases(const Options& o) {
+  const int64_t n = static_cast<int64_t>(o.mib << 20) / 4;  // float32 elements per input
+  const int64_t side = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
+  const int64_t cols = 4096, rows = n / cols;
+  std::vector<OpCase> cases;
+  const Tensor a = random_floats(DType::Float32, {n}, 1), b = random_floats(DType::Float32, {n}, 2);
+  const Tensor row = random_floats(DType::Float32, {cols}, 3);
+  const Tensor h = random_floats(DType::Float16, {n}, 4), g = random_floats(DType::Float16, {n}, 5);
+  const Tensor square = random_floats(DType::Float32, {side, side}, 6);
+  cases.push_back({"Add f32 [n] + [n]", "Add", {{"a", a}, {"b", b}}, {}, 12.0 * n, [=](int64_t k) {
+                     return double(float(at(a, k) + at(b, k)));
+                   }});
+  cases.push_back(
+      {"Add f32 [n/4096, 4096] + [4096]", "Add", {{"a", a.reshaped({rows, cols})}, {"b", row}}, {}, 8.0 * n, [=](int64_t k) {
+         return double(float(at(a, k) + at(row, k % cols)));
+       }});
+  cases.push_back({"Exp f32 [n]", "Exp", {{"x", a}}, {}, 8.0 * n, [=](int64_t k) { return std::exp(at(a, k)); }});
+  cases.push_back(
+      {"Multiply f16 [n] * [n]", "Multiply", {{"a", h}, {"b", g}}, {}, 6.0 * n, [=](int64_t k) { return at(h, k) * at(g, k); }});
+  cases.push_back({"Transpose f32 [s, s]",
+                   "Transpose",
+                   {{"x", square}},
+                   {{"perm", kernel::Value::int_list({1, 0})}},
+                   8.0 * side * side,
+                   [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
+  add_attention_cases(cases);
+  add_matmul_cases(cases);
+  cases.push_back(conv2d_case());
+  return cases;
+}
 
-  kernel::KernelPlan plan_for(GpuContext & gpu, const OpCase& c) {
-    kernel::KernelRequest r;
-    for (const auto& [name, t] : c.inputs) r.inputs[name] = {t.dtype(), t.shape()};
-    r.attributes = c.attributes;
-    return gpu.engine().plan(*gpu.engine().find("mlx", c.op), r, gpu.caps(), gpu.tunables());
-  }
+kernel::KernelPlan plan_for(GpuContext& gpu, const OpCase& c) {
+  kernel::KernelRequest r;
+  for (const auto& [name, t] : c.inputs) r.inputs[name] = {t.dtype(), t.shape()};
+  r.attributes = c.attributes;
+  return gpu.engine().plan(*gpu.engine().find("mlx", c.op), r, gpu.caps(), gpu.tunables());
+}
 
-  using Ranges = std::map<std::string, gpu::BufferRange>;
+using Ranges = std::map<std::string, gpu::BufferRange>;
 
-  // Records the plan's passes as the backend does (plan_runner.cpp), but into the buffers of
-  // `ranges` (by tensor name), compiled with or without wgpu-native's runtime checks.
-  std::function<void()> direct_dispatches(GpuContext & gpu, const kernel::KernelPlan& plan, const Ranges& ranges,
-                                          bool skip_runtime_checks) {
-    struct Dispatch {
-      const gpu::Kernel* kernel;
-      std::vector<gpu::BufferRange> buffers;
-      const kernel::PlanPass* pass;
-    };
-    std::vector<Dispatch> dispatches;
-    for (const kernel::PlanPass& pass : plan.passes) {
-      gpu::KernelSource k = backend::webgpu::kernel_source_of(plan, pass);
-      k.skip_runtime_checks = skip_runtime_checks;
-      Dispatch d{nullptr, {}, &pass};
-      for (const kernel::PlanBinding& b : pass.bindings)
-        if (b.role != kernel::BindingRole::Params) d.buffers.push_back(ranges.at(b.tensor));
-      d.kernel = &gpu.pipelines().get(k);
-      dispatches.push_back(std::move(d));
-    }
-    return [&gpu, dispatches] {
-      for (const Dispatch& d : dispatches) {
-        const auto params = std::span(reinterpret_cast<const std::byte*>(d.pass->params.data()), d.pass->params.size());
-        gpu.recorder().dispatch(*d.kernel, d.buffers, params,
-                                gpu::Grid{d.pass->dispatch[0], d.pass->dispatch[1], d.pass->dispatch[2]}, d.pass->name);
-      }
-    };
-  }
-
-  // Hand-written WGSL for one op case: bindings `a`, `b` (read), `out`, then `params` ({count: u32},
-  // the output's element count) when uses_params; a vec4 of each per step.
-  struct RawVariant {
-    std::string label;
-    std::string body;  // the WGSL after the binding declarations
-    bool uses_params = false;
-    uint64_t workgroups = 0;  // 0: one invocation per vec4 of the output, 256 per workgroup
-    // Fold a workgroup count above the per-dimension limit into rows of equal length (at most
-    // rows - 1 extra workgroups) instead of rows of the limit (up to a whole row extra).
-    bool balanced_fold = false;
+// Records the plan's passes as the backend does (plan_runner.cpp), but into the buffers of
+// `ranges` (by tensor name), compiled with or without wgpu-native's runtime checks.
+std::function<void()> direct_dispatches(GpuContext& gpu, const kernel::KernelPlan& plan, const Ranges& ranges,
+                                        bool skip_runtime_checks) {
+  struct Dispatch {
+    const gpu::Kernel* kernel;
+    std::vector<gpu::BufferRange> buffers;
+    const kernel::PlanPass* pass;
   };
-
-  gpu::Grid balanced_fold(uint64_t count, uint64_t limit) {
-    const uint64_t rows = (count + limit - 1) / limit;
-    return {static_cast<uint32_t>((count + rows - 1) / rows), static_cast<uint32_t>(rows), 1};
+  std::vector<Dispatch> dispatches;
+  for (const kernel::PlanPass& pass : plan.passes) {
+    gpu::KernelSource k = backend::webgpu::kernel_source_of(plan, pass);
+    k.skip_runtime_checks = skip_runtime_checks;
+    Dispatch d{nullptr, {}, &pass};
+    for (const kernel::PlanBinding& b : pass.bindings)
+      if (b.role != kernel::BindingRole::Params) d.buffers.push_back(ranges.at(b.tensor));
+    d.kernel = &gpu.pipelines().get(k);
+    dispatches.push_back(std::move(d));
   }
+  return [&gpu, dispatches] {
+    for (const Dispatch& d : dispatches) {
+      const auto params = std::span(reinterpret_cast<const std::byte*>(d.pass->params.data()), d.pass->params.size());
+      gpu.recorder().dispatch(*d.kernel, d.buffers, params,
+                              gpu::Grid{d.pass->dispatch[0], d.pass->dispatch[1], d.pass->dispatch[2]}, d.pass->name);
+    }
+  };
+}
 
-  constexpr uint64_t kGridStrideWorkgroups = 132 * 8;  // H200: 132 SMs, 8 workgroups of 256 fill one
+// Hand-written WGSL for one op case: bindings `a`, `b` (read), `out`, then `params` ({count: u32},
+// the output's element count) when uses_params; a vec4 of each per step.
+struct RawVariant {
+  std::string label;
+  std::string body;  // the WGSL after the binding declarations
+  bool uses_params = false;
+  uint64_t workgroups = 0;  // 0: one invocation per vec4 of the output, 256 per workgroup
+  // Fold a workgroup count above the per-dimension limit into rows of equal length (at most
+  // rows - 1 extra workgroups) instead of rows of the limit (up to a whole row extra).
+  bool balanced_fold = false;
+};
 
-  std::vector<RawVariant> raw_variants(const std::string& label) {
-    const std::string global_id =
+gpu::Grid balanced_fold(uint64_t count, uint64_t limit) {
+  const uint64_t rows = (count + limit - 1) / limit;
+  return {static_cast<uint32_t>((count + rows - 1) / rows), static_cast<uint32_t>(rows), 1};
+}
+
+constexpr uint64_t kGridStrideWorkgroups = 132 * 8;  // H200: 132 SMs, 8 workgroups of 256 fill one
+
+std::vector<RawVariant> raw_variants(const std::string& label) {
+  const std::string global_id =
+      "@compute @workgroup_size(256)\n"
+      "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
+      "  let i = id.x + id.y * n.x * 256u;\n";
+  if (label == "Add f32 [n] + [n]") {
+    // The template's shape: workgroup ids linearised, the count from params.
+    const std::string spec_style =
         "@compute @workgroup_size(256)\n"
-        "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
-        "  let i = id.x + id.y * n.x * 256u;\n";
-    if (label == "Add f32 [n] + [n]") {
-      // The template's shape: workgroup ids linearised, the count from params.
-      const std::string spec_style =
-          "@compute @workgroup_size(256)\n"
-          "fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>,\n"
-          "        @builtin(local_invocation_index) l: u32) {\n"
-          "  let i = ((w.z * n.y + w.y) * n.x + w.x) * 256u + l;\n"
-          "  if (i >= params.count / 4u) { return; }\n"
-          "  out[i] = a[i] + b[i];\n}\n";
-      return {
-          {"copy-style: global id, arrayLength guard", global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] + b[i]; }\n}\n"},
-          {"spec-style: workgroup ids linearised, params.count guard", spec_style, true},
-          {"spec-style, balanced fold", spec_style, true, 0, true},
-          {"grid-stride loop, 1056 workgroups",
-           "@compute @workgroup_size(256)\n"
-           "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
-           "  for (var i = id.x; i < arrayLength(&out); i += n.x * 256u) { out[i] = a[i] + b[i]; }\n}\n",
-           false, kGridStrideWorkgroups},
-          {"grid-stride loop, 4224 workgroups",
-           "@compute @workgroup_size(256)\n"
-           "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
-           "  for (var i = id.x; i < arrayLength(&out); i += n.x * 256u) { out[i] = a[i] + b[i]; }\n}\n",
-           false, 4 * kGridStrideWorkgroups},
-      };
-    }
-    if (label == "Multiply f16 [n] * [n]") {
-      return {
-          {"f16 arithmetic", global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] * b[i]; }\n}\n"},
-          {"f32 arithmetic, rounded to f16",
-           global_id + "  if (i < arrayLength(&out)) { out[i] = vec4<f16>(vec4<f32>(a[i]) * vec4<f32>(b[i])); }\n}\n"},
-      };
-    }
-    return {};
+        "fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>,\n"
+        "        @builtin(local_invocation_index) l: u32) {\n"
+        "  let i = ((w.z * n.y + w.y) * n.x + w.x) * 256u + l;\n"
+        "  if (i >= params.count / 4u) { return; }\n"
+        "  out[i] = a[i] + b[i];\n}\n";
+    return {
+        {"copy-style: global id, arrayLength guard", global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] + b[i]; }\n}\n"},
+        {"spec-style: workgroup ids linearised, params.count guard", spec_style, true},
+        {"spec-style, balanced fold", spec_style, true, 0, true},
+        {"grid-stride loop, 1056 workgroups",
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
+         "  for (var i = id.x; i < arrayLength(&out); i += n.x * 256u) { out[i] = a[i] + b[i]; }\n}\n",
+         false, kGridStrideWorkgroups},
+        {"grid-stride loop, 4224 workgroups",
+         "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {\n"
+         "  for (var i = id.x; i < arrayLength(&out); i += n.x * 256u) { out[i] = a[i] + b[i]; }\n}\n",
+         false, 4 * kGridStrideWorkgroups},
+    };
   }
+  if (label == "Multiply f16 [n] * [n]") {
+    return {
+        {"f16 arithmetic", global_id + "  if (i < arrayLength(&out)) { out[i] = a[i] * b[i]; }\n}\n"},
+        {"f32 arithmetic, rounded to f16",
+         global_id + "  if (i < arrayLength(&out)) { out[i] = vec4<f16>(vec4<f32>(a[i]) * vec4<f32>(b[i])); }\n}\n"},
+    };
+  }
+  return {};
+}
 
-  std::string raw_wgsl(const RawVariant& v, DType dtype) {
-    const std::string vec = dtype == DType::Float16 ? "vec4<f16>" : "vec4<f32>";
-    std::string wgsl = dtype == DType::Float16 ? "enable f16;\n" : "";
-    wgsl += "@group(0) @binding(0) var<storage, read> a: array<" + vec + ">;\n";
-    wgsl += "@group(0) @binding(1) var<storage, read> b: array<" + vec + ">;\n";
-    wgsl += "@group(0) @binding(2) var<storage, read_write> out: array<" + vec + ">;\n";
-    if (v.uses_params) wgsl += "struct Params { count: u32, };\n@group(0) @binding(3) var<uniform> params: Params;\n";
-    return wgsl + v.body;
-  }
+std::string raw_wgsl(const RawVariant& v, DType dtype) {
+  const std::string vec = dtype == DType::Float16 ? "vec4<f16>" : "vec4<f32>";
+  std::string wgsl = dtype == DType::Float16 ? "enable f16;\n" : "";
+  wgsl += "@group(0) @binding(0) var<storage, read> a: array<" + vec + ">;\n";
+  wgsl += "@group(0) @binding(1) var<storage, read> b: array<" + vec + ">;\n";
+  wgsl += "@group(0) @binding(2) var<storage, read_write> out: array<" + vec + ">;\n";
+  if (v.uses_params) wgsl += "struct Params { count: u32, };\n@group(0) @binding(3) var<uniform> params: Params;\n";
+  return wgsl + v.body;
+}
 
-  // The largest relative difference from the expected output over the first and last 1024
-  // elements of the output buffer (which the grid-stride variants reach last).
-  double check_ends(GpuContext & gpu, const OpCase& c, DType dtype, const gpu::BufferRange& out, int64_t numel) {
-    const int64_t size = static_cast<int64_t>(dtype_size(dtype)), count = 1024;
-    double worst = 0;
-    for (const int64_t first : {int64_t(0), numel - count}) {
-      const std::vector<std::byte> bytes = gpu.recorder().read(
-          {out.buffer, out.id, out.offset + static_cast<uint64_t>(first * size), static_cast<uint64_t>(count * size)},
-          "raw check");
-      for (int64_t k = 0; k < count; ++k) {
-        const double want = c.expected(first + k);
-        worst = std::max(worst, std::fabs(load_as_double(dtype, reinterpret_cast<const uint8_t*>(bytes.data()), k) - want) /
-                                    std::max(1.0, std::fabs(want)));
-      }
-    }
-    return worst;
-  }
-
-  // A compute-bound op's ways as TFLOP/s and their ratio to the FMA kernel of ways[0].
-  void report_flops(const OpCase& c, const FmaWay& fma, const std::vector<Way>& ways, nlohmann::json& op) {
-    const double ceiling = fma.flop / ways[0].timing.seconds;
-    std::printf("%s (f32 FMA ceiling, interleaved: %.1f TFLOP/s)\n", c.label.c_str(), ceiling / 1e12);
-    op["fma_tflops"] = ceiling / 1e12;
-    for (size_t w = 1; w < ways.size(); ++w) {
-      const Timing& t = ways[w].timing;
-      const double rate = c.flops / t.seconds;
-      std::printf("  %-74s %8.1f us (recording %5.1f us) %5.1f TFLOP/s %5.1f%% of FMA\n", ways[w].how.c_str(), t.seconds * 1e6,
-                  t.record_seconds * 1e6, rate / 1e12, 100.0 * rate / ceiling);
-      op["ways"].push_back(
-          {{"how", ways[w].how}, {"us", t.seconds * 1e6}, {"tflops", rate / 1e12}, {"ratio_to_fma", rate / ceiling}});
-      if (w == 1) {
-        op["us"] = t.seconds * 1e6;
-        op["tflops"] = rate / 1e12;
-        op["ratio_to_fma"] = rate / ceiling;
-      }
+// The largest relative difference from the expected output over the first and last 1024
+// elements of the output buffer (which the grid-stride variants reach last).
+double check_ends(GpuContext& gpu, const OpCase& c, DType dtype, const gpu::BufferRange& out, int64_t numel) {
+  const int64_t size = static_cast<int64_t>(dtype_size(dtype)), count = 1024;
+  double worst = 0;
+  for (const int64_t first : {int64_t(0), numel - count}) {
+    const std::vector<std::byte> bytes = gpu.recorder().read(
+        {out.buffer, out.id, out.offset + static_cast<uint64_t>(first * size), static_cast<uint64_t>(count * size)}, "raw check");
+    for (int64_t k = 0; k < count; ++k) {
+      const double want = c.expected(first + k);
+      worst = std::max(worst, std::fabs(load_as_double(dtype, reinterpret_cast<const uint8_t*>(bytes.data()), k) - want) /
+                                  std::max(1.0, std::fabs(want)));
     }
   }
+  return worst;
+}
 
-  Options parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i + 1 < argc; i += 2) {
-      const std::string flag = argv[i], value = argv[i + 1];
-      if (flag == "--adapter")
-        o.adapter = value;
-      else if (flag == "--mib")
-        o.mib = std::stoull(value);
-      else if (flag == "--reps")
-        o.reps = std::stoi(value);
-      else if (flag == "--runs")
-        o.runs = std::stoi(value);
-      else if (flag == "--json")
-        o.json_path = value;
-      else if (flag == "--tunable")
-        o.tunables.push_back(value);
-      else if (flag == "--only")
-        o.only = value;
-      else if (flag == "--gpu-timestamps")
-        o.gpu_timestamps = value == "1";
-      else
-        throw Error(ErrorCode::InvalidArgument, "unknown option " + flag);
+// A compute-bound op's ways as TFLOP/s and their ratio to the FMA kernel of ways[0].
+void report_flops(const OpCase& c, const FmaWay& fma, const std::vector<Way>& ways, nlohmann::json& op) {
+  const double ceiling = fma.flop / ways[0].timing.seconds;
+  std::printf("%s (f32 FMA ceiling, interleaved: %.1f TFLOP/s)\n", c.label.c_str(), ceiling / 1e12);
+  op["fma_tflops"] = ceiling / 1e12;
+  for (size_t w = 1; w < ways.size(); ++w) {
+    const Timing& t = ways[w].timing;
+    const double rate = c.flops / t.seconds;
+    std::printf("  %-74s %8.1f us (recording %5.1f us) %5.1f TFLOP/s %5.1f%% of FMA\n", ways[w].how.c_str(), t.seconds * 1e6,
+                t.record_seconds * 1e6, rate / 1e12, 100.0 * rate / ceiling);
+    op["ways"].push_back(
+        {{"how", ways[w].how}, {"us", t.seconds * 1e6}, {"tflops", rate / 1e12}, {"ratio_to_fma", rate / ceiling}});
+    if (w == 1) {
+      op["us"] = t.seconds * 1e6;
+      op["tflops"] = rate / 1e12;
+      op["ratio_to_fma"] = rate / ceiling;
     }
-    return o;
   }
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--adapter")
+      o.adapter = value;
+    else if (flag == "--mib")
+      o.mib = std::stoull(value);
+    else if (flag == "--reps")
+      o.reps = std::stoi(value);
+    else if (flag == "--runs")
+      o.runs = std::stoi(value);
+    else if (flag == "--json")
+      o.json_path = value;
+    else if (flag == "--tunable")
+      o.tunables.push_back(value);
+    else if (flag == "--only")
+      o.only = value;
+    else if (flag == "--gpu-timestamps")
+      o.gpu_timestamps = value == "1";
+    else
+      throw Error(ErrorCode::InvalidArgument, "unknown option " + flag);
+  }
+  return o;
+}
 
 }  // namespace
 
