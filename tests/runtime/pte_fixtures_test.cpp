@@ -129,15 +129,22 @@ TEST_P(PteFixture, WebGpuReproducesTorchOutputsStepByStep) {
 INSTANTIATE_TEST_SUITE_P(RealExports, PteFixture, ::testing::ValuesIn(fixture_names()),
                          [](const auto& info) { return info.param; });
 
-// elementwise_layout is made only of nodes with GPU kernels: none may fall back to the CPU.
-TEST(PteFixtures, ElementwiseLayoutRunsEntirelyOnTheGpu) {
+// Exports made only of nodes with GPU kernels: none may fall back to the CPU (the README's
+// example is attention_block).
+class PteFixtureOnTheGpu : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PteFixtureOnTheGpu, RunsEntirelyOnTheGpu) {
   std::string why_not;
-  auto session = webgpu_session("elementwise_layout", why_not);
+  auto session = webgpu_session(GetParam(), why_not);
   if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
-  expect_reproduces_torch("elementwise_layout", *session);
+  expect_reproduces_torch(GetParam(), *session);
   for (const wgml::OpProfile& p : session->profile())
     if (p.device == "cpu") ADD_FAILURE() << p.op << " ran on the CPU: " << p.note;
 }
+
+INSTANTIATE_TEST_SUITE_P(RealExports, PteFixtureOnTheGpu,
+                         ::testing::Values("elementwise_layout", "attention_block", "linear_act"),
+                         [](const auto& info) { return info.param; });
 
 // Random float32 values in [-1, 1) from a fixed seed.
 wgml::Tensor random_tensor(wgml::Shape shape, uint32_t seed) {
