@@ -15,7 +15,7 @@
 // usual and with wgpu-native's runtime checks off (`KernelSpec::skip_runtime_checks`). For Add f32
 // and Multiply f16, hand-written WGSL variants of the same computation run on the same buffers
 // (see raw_variants), checked on their first and last elements. An op's ways, and a copy of the
-// op's output size, are measured interleaved (batch 1 of each, then batch 2 of each, ...), so that
+// op's largest tensor (its output, or a reduction's input), are measured interleaved (batch 1 of each, then batch 2 of each, ...), so that
 // a change of the GPU's speed during the run affects them alike, after a second of copies that
 // brings the GPU's clocks up (see raise_clocks). With --gpu-timestamps 1 each dispatch is also
 // timed on the GPU (timestamp queries around it).
@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <span>
@@ -171,7 +172,7 @@ std::unique_ptr<CopyWay> copy_way(GpuContext& gpu, uint64_t bytes) {
   c->src = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline src");
   c->dst = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline dst");
   const std::vector<gpu::BufferRange> ranges = {c->src.range(), c->dst.range()};
-  c->way = Way{"vec4 copy of the output's size (read + write)", [&gpu, &kernel, ranges, bytes] {
+  c->way = Way{"vec4 copy of the largest tensor (read + write)", [&gpu, &kernel, ranges, bytes] {
                  gpu.recorder().dispatch(kernel, ranges, {}, (bytes / 16 + 255) / 256, "roofline copy");
                }};
   return c;
@@ -203,6 +204,40 @@ std::vector<OpCase> op_cases(const Options& o) {
   cases.push_back({"Exp f32 [n]", "Exp", {{"x", a}}, {}, 8.0 * n, [=](int64_t k) { return std::exp(at(a, k)); }});
   cases.push_back(
       {"Multiply f16 [n] * [n]", "Multiply", {{"a", h}, {"b", g}}, {}, 6.0 * n, [=](int64_t k) { return at(h, k) * at(g, k); }});
+  // Reductions: the traffic is the input read once (and the small output written).
+  const Tensor matrix = a.reshaped({rows, cols});
+  const auto row_sums = std::make_shared<std::vector<double>>(rows), col_sums = std::make_shared<std::vector<double>>(cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      (*row_sums)[r] += at(a, r * cols + c);
+      (*col_sums)[c] += at(a, r * cols + c);
+    }
+  cases.push_back({"Sum f32 [n/4096, 4096] over the last axis",
+                   "Sum",
+                   {{"x", matrix}},
+                   {{"axes", kernel::Value::int_list({-1})}, {"keepdims", kernel::Value(false)}},
+                   4.0 * n + 4.0 * rows,
+                   [=](int64_t k) { return (*row_sums)[k]; }});
+  cases.push_back({"Sum f32 [n/4096, 4096] over axis 0",
+                   "Sum",
+                   {{"x", matrix}},
+                   {{"axes", kernel::Value::int_list({0})}, {"keepdims", kernel::Value(false)}},
+                   4.0 * n + 4.0 * cols,
+                   [=](int64_t k) { return (*col_sums)[k]; }});
+  const int64_t softmax_side = 4096;
+  const Tensor logits = random_floats(DType::Float32, {softmax_side, softmax_side}, 7);
+  const auto row_max = std::make_shared<std::vector<double>>(softmax_side, -INFINITY);
+  const auto row_exp_sum = std::make_shared<std::vector<double>>(softmax_side);
+  for (int64_t k = 0; k < logits.numel(); ++k) (*row_max)[k / softmax_side] = std::max((*row_max)[k / softmax_side], at(logits, k));
+  for (int64_t k = 0; k < logits.numel(); ++k) (*row_exp_sum)[k / softmax_side] += std::exp(at(logits, k) - (*row_max)[k / softmax_side]);
+  cases.push_back({"Softmax f32 [4096, 4096] over the last axis",
+                   "Softmax",
+                   {{"x", logits}},
+                   {{"axis", kernel::Value(int64_t{-1})}, {"precise", kernel::Value(false)}},
+                   8.0 * softmax_side * softmax_side,
+                   [=](int64_t k) {
+                     return std::exp(at(logits, k) - (*row_max)[k / softmax_side]) / (*row_exp_sum)[k / softmax_side];
+                   }});
   cases.push_back({"Transpose f32 [s, s]",
                    "Transpose",
                    {{"x", square}},
@@ -380,8 +415,10 @@ int main(int argc, char** argv) {
       if (error > 2e-3) throw Error(ErrorCode::Runtime, c.label + ": result differs from the CPU by " + std::to_string(error));
       nlohmann::json op = {{"op", c.label}};
       std::vector<Way> ways;
-      const uint64_t out_bytes = plan.tensor("out")->gpu_bytes;
-      const auto copy = copy_way(*gpu, out_bytes);
+      // The roofline copy moves the op's largest tensor (the input of a reduction).
+      uint64_t copy_bytes = 0;
+      for (const kernel::PlanTensor& t : plan.tensors) copy_bytes = std::max(copy_bytes, t.gpu_bytes);
+      const auto copy = copy_way(*gpu, copy_bytes);
       ways.push_back(copy->way);
       ways.emplace_back("run_plan (as the backend runs it)", [&] { backend::webgpu::run_plan(gpu, plan, placed); });
 
@@ -423,8 +460,8 @@ int main(int argc, char** argv) {
       }
 
       measure(*gpu, o, ways);
-      const double copy_bps = 2.0 * static_cast<double>(out_bytes) / ways[0].timing.seconds;
-      std::printf("%s (copy of the output's size, interleaved: %.0f GB/s)\n", c.label.c_str(), copy_bps / 1e9);
+      const double copy_bps = 2.0 * static_cast<double>(copy_bytes) / ways[0].timing.seconds;
+      std::printf("%s (copy of the largest tensor's size, interleaved: %.0f GB/s)\n", c.label.c_str(), copy_bps / 1e9);
       op["copy_gbps"] = copy_bps / 1e9;
       for (size_t w = 1; w < ways.size(); ++w) {
         const Timing& t = ways[w].timing;

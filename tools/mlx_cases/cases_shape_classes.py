@@ -14,7 +14,8 @@ PREFIX = "shape_classes_"
 def stepped(name, dynamic, steps, build):
     """steps: one list of inputs (MLX arrays, or ints for value inputs) per run; inputs of
     `dynamic` (input index: dims) have dynamic dims. build(c, refs) adds the nodes (expecting the
-    first step's output) and returns the function that gives a step's expected output."""
+    first step's outputs) and returns the function that gives a step's expected output (a tuple for
+    several)."""
     c = Case(PREFIX + name)
     refs = [c.input(a, dynamic_dims=dynamic.get(k, ())) if not isinstance(a, int) else c.int_input(a)
             for k, a in enumerate(steps[0])]
@@ -22,7 +23,8 @@ def stepped(name, dynamic, steps, build):
     for k, inputs in enumerate(steps):
         if k == 0:
             continue
-        c.add_step(inputs, [fn(*inputs)])
+        outputs = fn(*inputs)
+        c.add_step(inputs, list(outputs) if isinstance(outputs, tuple) else [outputs])
     return c
 
 
@@ -50,13 +52,25 @@ def cases():
     kv_steps = [[d.floats((1, 2, 16, 4)), d.floats((1, 2, t, 4)), p, p + t] for t, p in kv]
     concat_steps = [[d.floats((n, 4)), d.floats((m, 4))] for n, m in ((2, 3), (3, 1), (5, 2), (1, 6))]
     pad_steps = [[d.floats(s)] for s in ((2, 5), (3, 2), (6, 4), (1, 1))]
+    # Row reductions over a new row count every step (a workgroup per row), one strided step
+    # pattern too: sums of [n, 64] rows and over axis 0 of [n, 6]; softmax of [n, 40] rows.
+    sum_steps = [[d.floats((n, 64)), d.floats((n, 6))] for n in (3, 5, 8, 1, 13)]
+    softmax_steps = [[d.floats((n, 40))] for n in (2, 7, 4, 1, 9)]
 
     def slice_update(dst, update, start, stop):
         out = mx.array(dst)
         out[:, :, start:stop, :] = update
         return out
 
+    def sum_both(c, refs):
+        c.node("SumNode", x=refs[0], out=c.output(mx.sum(sum_steps[0][0], axis=-1)), axes=[-1], keepdims=False)
+        c.node("SumNode", x=refs[1], out=c.output(mx.sum(sum_steps[0][1], axis=0)), axes=[0], keepdims=False)
+        return lambda rows, cols: (mx.sum(rows, axis=-1), mx.sum(cols, axis=0))
+
     return {
+        "SumNode": [stepped("sum_rows", {0: [0], 1: [0]}, sum_steps, sum_both)],
+        "SoftmaxNode": [simple("softmax_rows", "SoftmaxNode", {0: [0]}, softmax_steps, lambda x: mx.softmax(x, -1),
+                               lambda r, out: {"x": r[0], "out": out, "axis": -1, "precise": False})],
         "AddNode": [simple("add_rows", "AddNode", {0: [0]}, add_rows, lambda a, b: a + b,
                            lambda r, out: {"a": r[0], "b": r[1], "out": out})],
         "ExpNode": [simple("exp", "ExpNode", {0: [0, 1]}, exp_steps, mx.exp, lambda r, out: {"x": r[0], "out": out})],

@@ -1,4 +1,5 @@
 // Reductions over a set of axes (empty = all), with keepdims; arg-reductions along one axis.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -108,11 +109,12 @@ double min_of(const std::vector<double>& v) {
   for (double x : v) m = std::isnan(x) || std::isnan(m) ? NAN : std::min(m, x);
   return m;
 }
+// MLX divides by max(count - ddof, 0): inf (NaN for a zero sum) once ddof reaches the count.
 double variance(const std::vector<double>& v, int ddof) {
   const double m = mean(v);
   double s = 0;
   for (double x : v) s += (x - m) * (x - m);
-  return s / static_cast<double>(static_cast<int64_t>(v.size()) - ddof);
+  return s / static_cast<double>(std::max<int64_t>(static_cast<int64_t>(v.size()) - ddof, 0));
 }
 double logsumexp(const std::vector<double>& v) {
   const double m = max_of(v);
