@@ -15,10 +15,10 @@
 // usual and with wgpu-native's runtime checks off (`KernelSpec::skip_runtime_checks`). For Add f32
 // and Multiply f16, hand-written WGSL variants of the same computation run on the same buffers
 // (see raw_variants), checked on their first and last elements. An op's ways, and a copy of the
-// op's largest tensor (its output, or a reduction's input), are measured interleaved (batch 1 of each, then batch 2 of each, ...), so that
-// a change of the GPU's speed during the run affects them alike, after a second of copies that
-// brings the GPU's clocks up (see raise_clocks). With --gpu-timestamps 1 each dispatch is also
-// timed on the GPU (timestamp queries around it).
+// op's largest tensor (its output, or a reduction's input), are measured interleaved (batch 1 of
+// each, then batch 2 of each, ...), so that a change of the GPU's speed during the run affects
+// them alike, after a second of copies that brings the GPU's clocks up (see raise_clocks). With
+// --gpu-timestamps 1 each dispatch is also timed on the GPU (timestamp queries around it).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -228,16 +228,17 @@ std::vector<OpCase> op_cases(const Options& o) {
   const Tensor logits = random_floats(DType::Float32, {softmax_side, softmax_side}, 7);
   const auto row_max = std::make_shared<std::vector<double>>(softmax_side, -INFINITY);
   const auto row_exp_sum = std::make_shared<std::vector<double>>(softmax_side);
-  for (int64_t k = 0; k < logits.numel(); ++k) (*row_max)[k / softmax_side] = std::max((*row_max)[k / softmax_side], at(logits, k));
-  for (int64_t k = 0; k < logits.numel(); ++k) (*row_exp_sum)[k / softmax_side] += std::exp(at(logits, k) - (*row_max)[k / softmax_side]);
-  cases.push_back({"Softmax f32 [4096, 4096] over the last axis",
-                   "Softmax",
-                   {{"x", logits}},
-                   {{"axis", kernel::Value(int64_t{-1})}, {"precise", kernel::Value(false)}},
-                   8.0 * softmax_side * softmax_side,
-                   [=](int64_t k) {
-                     return std::exp(at(logits, k) - (*row_max)[k / softmax_side]) / (*row_exp_sum)[k / softmax_side];
-                   }});
+  for (int64_t k = 0; k < logits.numel(); ++k)
+    (*row_max)[k / softmax_side] = std::max((*row_max)[k / softmax_side], at(logits, k));
+  for (int64_t k = 0; k < logits.numel(); ++k)
+    (*row_exp_sum)[k / softmax_side] += std::exp(at(logits, k) - (*row_max)[k / softmax_side]);
+  cases.push_back(
+      {"Softmax f32 [4096, 4096] over the last axis",
+       "Softmax",
+       {{"x", logits}},
+       {{"axis", kernel::Value(int64_t{-1})}, {"precise", kernel::Value(false)}},
+       8.0 * softmax_side * softmax_side,
+       [=](int64_t k) { return std::exp(at(logits, k) - (*row_max)[k / softmax_side]) / (*row_exp_sum)[k / softmax_side]; }});
   cases.push_back({"Transpose f32 [s, s]",
                    "Transpose",
                    {{"x", square}},
