@@ -130,9 +130,16 @@ void sum_node(const ir::SumNode& n, ExecContext& ctx) {
     return ctx.set_tensor(n.out, reduce<int64_t>(x, n.axes, n.keepdims, sum_result(x.dtype()), sum_int));
   ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, sum_result(x.dtype()), sum));
 }
+// MLX's mean of integers divides their sum, wrapped to the sum's dtype, by the count.
 void mean_node(const ir::MeanNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, float_result(x.dtype()), mean));
+  if (is_floating(x.dtype())) return ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, x.dtype(), mean));
+  const DType sum_type = sum_result(x.dtype());
+  ctx.set_tensor(n.out, reduce<int64_t>(x, n.axes, n.keepdims, DType::Float32, [sum_type](const std::vector<int64_t>& v) {
+                   uint8_t wrapped[8];
+                   store_int64(sum_type, wrapped, 0, sum_int(v));
+                   return static_cast<double>(load_as_int64(sum_type, wrapped, 0)) / static_cast<double>(v.size());
+                 }));
 }
 void prod_node(const ir::ProdNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
