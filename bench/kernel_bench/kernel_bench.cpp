@@ -15,17 +15,16 @@
 // usual and with wgpu-native's runtime checks off (`KernelSpec::skip_runtime_checks`). For Add f32
 // and Multiply f16, hand-written WGSL variants of the same computation run on the same buffers
 // (see raw_variants), checked on their first and last elements. An op's ways, and a copy of the
-// op's largest tensor (its output, or a reduction's input), are measured interleaved (batch 1 of
-// each, then batch 2 of each, ...), so that a change of the GPU's speed during the run affects
-// them alike, after a second of copies that brings the GPU's clocks up (see raise_clocks). With
-// --gpu-timestamps 1 each dispatch is also timed on the GPU (timestamp queries around it).
+// op's output size, are measured interleaved (batch 1 of each, then batch 2 of each, ...), so that
+// a change of the GPU's speed during the run affects them alike, after a second of copies that
+// brings the GPU's clocks up (see raise_clocks). With --gpu-timestamps 1 each dispatch is also
+// timed on the GPU (timestamp queries around it).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <span>
@@ -60,6 +59,8 @@ struct OpCase {
   double bytes = 0;  // compulsory traffic of one run
   // Element k of the expected output, from the inputs on the CPU.
   std::function<double(int64_t)> expected;
+  // The copy it is measured against moves as many bytes (read + write); 0: a copy of the output.
+  uint64_t copy_bytes = 0;
 };
 
 double at(const Tensor& t, int64_t i) { return load_as_double(t.dtype(), t.data(), i); }
@@ -172,7 +173,7 @@ std::unique_ptr<CopyWay> copy_way(GpuContext& gpu, uint64_t bytes) {
   c->src = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline src");
   c->dst = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline dst");
   const std::vector<gpu::BufferRange> ranges = {c->src.range(), c->dst.range()};
-  c->way = Way{"vec4 copy of the largest tensor (read + write)", [&gpu, &kernel, ranges, bytes] {
+  c->way = Way{"vec4 copy of the output's size (read + write)", [&gpu, &kernel, ranges, bytes] {
                  gpu.recorder().dispatch(kernel, ranges, {}, (bytes / 16 + 255) / 256, "roofline copy");
                }};
   return c;
@@ -183,6 +184,122 @@ double copy_roofline(GpuContext& gpu, const Options& o, uint64_t bytes) {
   std::vector<Way> ways = {copy->way};  // a copy: the CopyWay keeps the buffers
   measure(gpu, o, ways);
   return 2.0 * static_cast<double>(bytes) / ways[0].timing.seconds;
+}
+
+// The expected output computed once, on its first use (a whole reference at a time).
+std::function<double(int64_t)> computed_once(std::function<std::vector<double>()> compute) {
+  auto values = std::make_shared<std::vector<double>>();
+  return [values, compute](int64_t k) {
+    if (values->empty()) *values = compute();
+    return (*values)[static_cast<size_t>(k)];
+  };
+}
+
+// MLX's RMSNorm (centered: LayerNorm, without a bias) of the rows of x times w, in double.
+std::vector<double> norm_reference(const Tensor& x, const Tensor& w, bool centered, double eps) {
+  const int64_t cols = x.dim(x.rank() - 1), rows = x.numel() / cols;
+  std::vector<double> out(static_cast<size_t>(x.numel()));
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, squares = 0;
+    for (int64_t i = 0; i < cols; ++i) sum += at(x, r * cols + i);
+    const double mean = centered ? sum / cols : 0;
+    for (int64_t i = 0; i < cols; ++i) squares += (at(x, r * cols + i) - mean) * (at(x, r * cols + i) - mean);
+    const double inv = 1 / std::sqrt(squares / cols + eps);
+    for (int64_t i = 0; i < cols; ++i) out[r * cols + i] = (at(x, r * cols + i) - mean) * inv * at(w, i);
+  }
+  return out;
+}
+
+// Attention of q [1, Hq, 1, D] over k, v [1, Hkv, L, D] (one decode step), in double.
+std::vector<double> decode_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+  const int64_t heads = q.dim(1), kv_heads = k.dim(1), length = k.dim(2), dim = q.dim(3);
+  std::vector<double> out(static_cast<size_t>(heads * dim)), scores(static_cast<size_t>(length));
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t kv = h / (heads / kv_heads) * length * dim;
+    double greatest = -INFINITY, total = 0;
+    for (int64_t j = 0; j < length; ++j) {
+      double s = 0;
+      for (int64_t d = 0; d < dim; ++d) s += at(q, h * dim + d) * at(k, kv + j * dim + d);
+      greatest = std::max(greatest, scores[j] = s * scale);
+    }
+    for (int64_t j = 0; j < length; ++j) total += scores[j] = std::exp(scores[j] - greatest);
+    for (int64_t d = 0; d < dim; ++d) {
+      double acc = 0;
+      for (int64_t j = 0; j < length; ++j) acc += scores[j] * at(v, kv + j * dim + d);
+      out[h * dim + d] = acc / total;
+    }
+  }
+  return out;
+}
+
+// The transformer block's nodes: norms over rows of 4096, one decode step of attention (32 query
+// heads over 8 KV heads of 128, as Llama 3 8B) over KV histories of 1024 and 8192 positions.
+void add_attention_cases(std::vector<OpCase>& cases) {
+  const int64_t side = 4096;
+  const Tensor x = random_floats(DType::Float32, {side, side}, 7), w = random_floats(DType::Float32, {side}, 8);
+  for (const bool centered : {false, true})
+    cases.push_back({centered ? "LayerNorm f32 [4096, 4096]" : "RMSNorm f32 [4096, 4096]",
+                     centered ? "LayerNorm" : "RMSNorm",
+                     {{"x", x}, {"weight", w}},
+                     {{"eps", kernel::Value(1e-5)}},
+                     8.0 * side * side + 4.0 * side,
+                     computed_once([=] { return norm_reference(x, w, centered, 1e-5); })});
+  const int64_t heads = 32, kv_heads = 8, dim = 128;
+  const double scale = 1 / std::sqrt(double(dim));
+  const Tensor q = random_floats(DType::Float16, {1, heads, 1, dim}, 9);
+  for (const int64_t length : {int64_t(1024), int64_t(8192)}) {
+    const Tensor k = random_floats(DType::Float16, {1, kv_heads, length, dim}, 10);
+    const Tensor v = random_floats(DType::Float16, {1, kv_heads, length, dim}, 11);
+    const double bytes = 2.0 * (2 * heads * dim + 2 * kv_heads * length * dim);
+    OpCase c{"Sdpa decode f16 32/8 heads, D 128, KV " + std::to_string(length),
+             "Sdpa",
+             {{"q", q}, {"k", k}, {"v", v}},
+             {{"scale", kernel::Value(scale)}},
+             bytes,
+             computed_once([=] { return decode_attention_reference(q, k, v, scale); })};
+    c.copy_bytes = static_cast<uint64_t>(bytes / 2);
+    cases.push_back(std::move(c));
+  }
+}
+
+// Reductions of the rows and columns of x and a softmax of 4096 rows of 4096: the traffic is the
+// input read once and the output written once (the softmax's reading its row twice is its cost).
+void add_reduction_cases(std::vector<OpCase>& cases, const Tensor& x) {
+  const int64_t rows = x.dim(0), cols = x.dim(1);
+  for (const int64_t axis : {int64_t(-1), int64_t(0)}) {
+    const int64_t outputs = axis == 0 ? cols : rows;
+    const double bytes = 4.0 * (x.numel() + outputs);
+    OpCase c{"Sum f32 [n/4096, 4096] over " + std::string(axis == 0 ? "axis 0" : "the last axis"),
+             "Sum",
+             {{"x", x}},
+             {{"axes", kernel::Value::int_list({axis})}, {"keepdims", kernel::Value(false)}},
+             bytes,
+             computed_once([=] {
+               std::vector<double> sums(static_cast<size_t>(outputs));
+               for (int64_t k = 0; k < x.numel(); ++k) sums[axis == 0 ? k % cols : k / cols] += at(x, k);
+               return sums;
+             })};
+    c.copy_bytes = static_cast<uint64_t>(bytes / 2);
+    cases.push_back(std::move(c));
+  }
+  const int64_t side = 4096;
+  const Tensor logits = random_floats(DType::Float32, {side, side}, 12);
+  cases.push_back({"Softmax f32 [4096, 4096] over the last axis",
+                   "Softmax",
+                   {{"x", logits}},
+                   {{"axis", kernel::Value(int64_t{-1})}, {"precise", kernel::Value(false)}},
+                   8.0 * side * side,
+                   computed_once([=] {
+                     std::vector<double> out(static_cast<size_t>(logits.numel()));
+                     for (int64_t r = 0; r < side; ++r) {
+                       double greatest = -INFINITY, total = 0;
+                       for (int64_t i = 0; i < side; ++i) greatest = std::max(greatest, at(logits, r * side + i));
+                       for (int64_t i = 0; i < side; ++i)
+                         total += out[r * side + i] = std::exp(at(logits, r * side + i) - greatest);
+                       for (int64_t i = 0; i < side; ++i) out[r * side + i] /= total;
+                     }
+                     return out;
+                   })});
 }
 
 std::vector<OpCase> op_cases(const Options& o) {
@@ -204,47 +321,14 @@ std::vector<OpCase> op_cases(const Options& o) {
   cases.push_back({"Exp f32 [n]", "Exp", {{"x", a}}, {}, 8.0 * n, [=](int64_t k) { return std::exp(at(a, k)); }});
   cases.push_back(
       {"Multiply f16 [n] * [n]", "Multiply", {{"a", h}, {"b", g}}, {}, 6.0 * n, [=](int64_t k) { return at(h, k) * at(g, k); }});
-  // Reductions: the traffic is the input read once (and the small output written).
-  const Tensor matrix = a.reshaped({rows, cols});
-  const auto row_sums = std::make_shared<std::vector<double>>(rows), col_sums = std::make_shared<std::vector<double>>(cols);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      (*row_sums)[r] += at(a, r * cols + c);
-      (*col_sums)[c] += at(a, r * cols + c);
-    }
-  cases.push_back({"Sum f32 [n/4096, 4096] over the last axis",
-                   "Sum",
-                   {{"x", matrix}},
-                   {{"axes", kernel::Value::int_list({-1})}, {"keepdims", kernel::Value(false)}},
-                   4.0 * n + 4.0 * rows,
-                   [=](int64_t k) { return (*row_sums)[k]; }});
-  cases.push_back({"Sum f32 [n/4096, 4096] over axis 0",
-                   "Sum",
-                   {{"x", matrix}},
-                   {{"axes", kernel::Value::int_list({0})}, {"keepdims", kernel::Value(false)}},
-                   4.0 * n + 4.0 * cols,
-                   [=](int64_t k) { return (*col_sums)[k]; }});
-  const int64_t softmax_side = 4096;
-  const Tensor logits = random_floats(DType::Float32, {softmax_side, softmax_side}, 7);
-  const auto row_max = std::make_shared<std::vector<double>>(softmax_side, -INFINITY);
-  const auto row_exp_sum = std::make_shared<std::vector<double>>(softmax_side);
-  for (int64_t k = 0; k < logits.numel(); ++k)
-    (*row_max)[k / softmax_side] = std::max((*row_max)[k / softmax_side], at(logits, k));
-  for (int64_t k = 0; k < logits.numel(); ++k)
-    (*row_exp_sum)[k / softmax_side] += std::exp(at(logits, k) - (*row_max)[k / softmax_side]);
-  cases.push_back(
-      {"Softmax f32 [4096, 4096] over the last axis",
-       "Softmax",
-       {{"x", logits}},
-       {{"axis", kernel::Value(int64_t{-1})}, {"precise", kernel::Value(false)}},
-       8.0 * softmax_side * softmax_side,
-       [=](int64_t k) { return std::exp(at(logits, k) - (*row_max)[k / softmax_side]) / (*row_exp_sum)[k / softmax_side]; }});
+  add_reduction_cases(cases, a.reshaped({rows, cols}));
   cases.push_back({"Transpose f32 [s, s]",
                    "Transpose",
                    {{"x", square}},
                    {{"perm", kernel::Value::int_list({1, 0})}},
                    8.0 * side * side,
                    [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
+  add_attention_cases(cases);
   return cases;
 }
 
@@ -416,10 +500,8 @@ int main(int argc, char** argv) {
       if (error > 2e-3) throw Error(ErrorCode::Runtime, c.label + ": result differs from the CPU by " + std::to_string(error));
       nlohmann::json op = {{"op", c.label}};
       std::vector<Way> ways;
-      // The roofline copy moves the op's largest tensor (the input of a reduction).
-      uint64_t copy_bytes = 0;
-      for (const kernel::PlanTensor& t : plan.tensors) copy_bytes = std::max(copy_bytes, t.gpu_bytes);
-      const auto copy = copy_way(*gpu, copy_bytes);
+      const uint64_t out_bytes = c.copy_bytes ? c.copy_bytes : plan.tensor("out")->gpu_bytes;
+      const auto copy = copy_way(*gpu, out_bytes);
       ways.push_back(copy->way);
       ways.emplace_back("run_plan (as the backend runs it)", [&] { backend::webgpu::run_plan(gpu, plan, placed); });
 
@@ -427,7 +509,8 @@ int main(int argc, char** argv) {
       for (const auto& [name, data] : placed) ranges[name] = data->range();
       std::vector<std::shared_ptr<gpu::PooledBuffer>> outputs;
       for (const kernel::PlanTensor& t : plan.tensors)
-        if (t.is_output) ranges[t.name] = outputs.emplace_back(backend::webgpu::new_buffer(*gpu, t.gpu_bytes, plan.op))->range();
+        if (t.is_output || t.is_scratch)
+          ranges[t.name] = outputs.emplace_back(backend::webgpu::new_buffer(*gpu, t.gpu_bytes, plan.op))->range();
       for (const bool skip : {false, true})
         ways.emplace_back(skip ? "plan's kernels, direct, runtime checks off" : "plan's kernels, direct",
                           direct_dispatches(*gpu, plan, ranges, skip));
@@ -461,8 +544,9 @@ int main(int argc, char** argv) {
       }
 
       measure(*gpu, o, ways);
-      const double copy_bps = 2.0 * static_cast<double>(copy_bytes) / ways[0].timing.seconds;
-      std::printf("%s (copy of the largest tensor's size, interleaved: %.0f GB/s)\n", c.label.c_str(), copy_bps / 1e9);
+      const double copy_bps = 2.0 * static_cast<double>(out_bytes) / ways[0].timing.seconds;
+      std::printf("%s (copy of %s, interleaved: %.0f GB/s)\n", c.label.c_str(),
+                  c.copy_bytes ? "half its traffic" : "the output's size", copy_bps / 1e9);
       op["copy_gbps"] = copy_bps / 1e9;
       for (size_t w = 1; w < ways.size(); ++w) {
         const Timing& t = ways[w].timing;

@@ -182,6 +182,24 @@ Value fn_f32(const Call& c) {
   return Value(format_float32(static_cast<float>(d)) + "f");
 }
 
+// The number of argument 1 as a double.
+double number(const Call& c) {
+  if (!c.args[0].is_number()) c.fail(std::string("needs a number, not a ") + kind_name(c.args[0].kind()));
+  return c.args[0].as_number();
+}
+
+// exp and log in double, for host-side tables of constants (Rope's inverse frequencies).
+Value fn_exp(const Call& c) { return Value(std::exp(number(c))); }
+Value fn_log(const Call& c) {
+  const double d = number(c);
+  if (!(d > 0)) c.fail("needs a positive number, not " + c.args[0].to_text());
+  return Value(std::log(d));
+}
+
+// The number rounded to the nearest float32 (as a float): reproduces a computation that the CPU
+// reference does in float32, step by step.
+Value fn_float32(const Call& c) { return Value(static_cast<double>(static_cast<float>(number(c)))); }
+
 Value fn_reverse(const Call& c) {
   List items = c.list(0);
   std::reverse(items.begin(), items.end());
@@ -297,6 +315,9 @@ const std::unordered_map<std::string_view, Function>& function_table() {
       {"u32", {{1, 1}, fn_u32}},
       {"i32", {{1, 1}, fn_i32}},
       {"f32", {{1, 1}, fn_f32}},
+      {"exp", {{1, 1}, fn_exp}},
+      {"log", {{1, 1}, fn_log}},
+      {"float32", {{1, 1}, fn_float32}},
       {"reverse", {{1, 1}, fn_reverse}},
       {"sum", {{1, 1}, fn_sum}},
       {"roundUp", {{2, 2}, fn_round_up}},

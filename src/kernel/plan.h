@@ -28,6 +28,7 @@ struct PlanTensor {
   std::string name;  // the spec's name
   std::string onnx;  // the ONNX name
   bool is_output = false;
+  bool is_scratch = false;  // a variant's temporary: written and read by its passes, never returned
   DType dtype = DType::Float32;
   Shape shape;
   StorageType storage;
@@ -36,7 +37,7 @@ struct PlanTensor {
   std::string alias_of;                   // outputs: the input whose buffer this output shares
 };
 
-enum class BindingRole { Input, Output, Params };
+enum class BindingRole { Input, Output, Scratch, Params };
 enum class BindingAccess { Read, ReadWrite, Uniform };
 const char* binding_role_name(BindingRole role);
 const char* binding_access_name(BindingAccess access);

@@ -14,6 +14,8 @@ const char* binding_role_name(BindingRole role) {
       return "input";
     case BindingRole::Output:
       return "output";
+    case BindingRole::Scratch:
+      return "scratch";
     case BindingRole::Params:
       return "params";
   }
@@ -104,6 +106,7 @@ class Planner {
     plan.variant = variant.id;
     add_tensors(spec_scope, plan);
     DeriveScope variant_scope(variant.derive, spec_scope);
+    add_scratch(variant, variant_scope, plan);
     decide_aliases(variant, plan);
     for (const PassSpec& pass : variant.passes) {
       if (std::find(plan.skipped_passes.begin(), plan.skipped_passes.end(), pass.id) == plan.skipped_passes.end())
@@ -248,6 +251,7 @@ class Planner {
                {"attrs", Value(attrs_)},
                {"tunables", Value(tunables)},
                {"device", Value(Object{{"shaderF16", Value(device_.shader_f16)},
+                                       {"subgroups", Value(device_.subgroups)},
                                        {"maxWorkgroupsPerDimension", Value(device_.max_workgroups_per_dimension)}})}});
   }
 
@@ -403,17 +407,38 @@ class Planner {
         pt.storage = storage_.at(t.name);
         pt.dtype = pt.storage.logical;
         pt.shape = shapes_.at(t.name);
-        pt.gpu_bytes = gpu_buffer_bytes(pt.storage, shape_numel(pt.shape));
-        if (pt.gpu_bytes > device_.max_storage_binding_bytes)
-          fail(ErrorCode::Unsupported, "'" + t.name + "' needs a " + std::to_string(pt.gpu_bytes) +
-                                           "-byte buffer; the device binds at most " +
-                                           std::to_string(device_.max_storage_binding_bytes));
+        size_buffer(pt);
         const ObjectScope scope = tensor_scope(t, spec_scope);
         if (t.range_min)
           pt.value_range = ValueRange{to_int(t.range_min->evaluate(scope), *t.range_min, "valueRange[0]"),
                                       to_int(t.range_max->evaluate(scope), *t.range_max, "valueRange[1]")};
         plan.tensors.push_back(std::move(pt));
       }
+    }
+  }
+
+  void size_buffer(PlanTensor& t) const {
+    t.gpu_bytes = gpu_buffer_bytes(t.storage, shape_numel(t.shape));
+    if (t.gpu_bytes > device_.max_storage_binding_bytes)
+      fail(ErrorCode::Unsupported, "'" + t.name + "' needs a " + std::to_string(t.gpu_bytes) +
+                                       "-byte buffer; the device binds at most " +
+                                       std::to_string(device_.max_storage_binding_bytes));
+  }
+
+  void add_scratch(const VariantSpec& variant, const Scope& variant_scope, KernelPlan& plan) const {
+    for (const TensorSpec& t : variant.scratch) {
+      PlanTensor pt;
+      pt.name = t.name;
+      pt.is_scratch = true;
+      const bool variable = spec_.is_type_variable(t.dtype);
+      if (variable && !type_vars_.count(t.dtype)) fail(ErrorCode::Unsupported, t.path + ": no tensor binds its type " + t.dtype);
+      pt.dtype = variable ? type_vars_.at(t.dtype) : *dtype_from_name(t.dtype);
+      const auto storage = default_storage(pt.dtype);
+      if (!storage) fail(ErrorCode::Unsupported, t.path + ": " + std::string(dtype_name(pt.dtype)) + " has no GPU storage");
+      pt.storage = *storage;
+      pt.shape = evaluate_shape(*t.shape, variant_scope);
+      size_buffer(pt);
+      plan.tensors.push_back(std::move(pt));
     }
   }
 
@@ -467,8 +492,8 @@ class Planner {
     PlanBinding out;
     out.name = b.name;
     out.tensor = b.arg;
-    out.role = tensor->is_output ? BindingRole::Output : BindingRole::Input;
-    out.access = tensor->is_output ? BindingAccess::ReadWrite : BindingAccess::Read;
+    out.role = tensor->is_scratch ? BindingRole::Scratch : tensor->is_output ? BindingRole::Output : BindingRole::Input;
+    out.access = tensor->is_output || tensor->is_scratch ? BindingAccess::ReadWrite : BindingAccess::Read;
     out.element_type = tensor->storage.scalar;
     if (!b.element_type.empty() && b.element_type[0] == '$') {
       const auto value = scope.find(b.element_type.substr(1));

@@ -21,6 +21,7 @@ namespace wgml::kernel {
 // What the engine needs to know of the GPU.
 struct DeviceCaps {
   bool shader_f16 = false;
+  bool subgroups = false;  // WGSL `enable subgroups;` (subgroupAdd, subgroupMax, ...)
   uint32_t max_workgroups_per_dimension = 65535;
   uint64_t max_storage_binding_bytes = uint64_t{128} << 20;
 };

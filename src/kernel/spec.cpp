@@ -371,7 +371,7 @@ class SpecParser {
     std::set<std::string> ids;
     for (size_t i = 0; i < j.size(); ++i) {
       const std::string path = Reader::item("variants", i);
-      r_.keys(j[i], path, {"id", "priority", "when", "derive", "passes", "description"}, {"id", "passes"});
+      r_.keys(j[i], path, {"id", "priority", "when", "derive", "scratch", "passes", "description"}, {"id", "passes"});
       VariantSpec v;
       v.path = path;
       v.id = r_.string(j[i].at("id"), Reader::child(path, "id"));
@@ -379,6 +379,8 @@ class SpecParser {
       if (j[i].contains("priority")) v.priority = r_.integer(j[i].at("priority"), Reader::child(path, "priority"));
       if (j[i].contains("when")) v.when = r_.expr_list(j[i].at("when"), Reader::child(path, "when"));
       if (j[i].contains("derive")) v.derive = r_.derive(j[i].at("derive"), Reader::child(path, "derive"));
+      if (j[i].contains("scratch")) v.scratch = scratch(j[i].at("scratch"), Reader::child(path, "scratch"));
+      scratch_ = &v.scratch;
       const Json& passes = j[i].at("passes");
       r_.expect(passes, passes.is_array() && !passes.empty(), Reader::child(path, "passes"), "a non-empty list");
       std::set<std::string> pass_ids;
@@ -387,8 +389,35 @@ class SpecParser {
         if (!pass_ids.insert(v.passes.back().id).second)
           r_.fail(Reader::child(v.passes.back().path, "id"), "pass id '" + v.passes.back().id + "' is used twice");
       }
+      scratch_ = nullptr;
       spec_.variants.push_back(std::move(v));
     }
+  }
+
+  std::vector<TensorSpec> scratch(const Json& j, const std::string& path) const {
+    r_.expect(j, j.is_object(), path, "an object of temporary tensors");
+    std::vector<TensorSpec> out;
+    for (const auto& [name, body] : j.items()) {
+      const std::string item = Reader::child(path, name);
+      if (!is_identifier(name)) r_.fail(item, "a tensor name must be an identifier");
+      if (spec_.tensor(name)) r_.fail(item, "'" + name + "' is already an input or output");
+      r_.keys(body, item, {"dtype", "shape", "description"}, {"dtype", "shape"});
+      TensorSpec t;
+      t.name = name;
+      t.path = item;
+      t.dtype = r_.string(body.at("dtype"), Reader::child(item, "dtype"));
+      if (!spec_.is_type_variable(t.dtype) && !dtype_from_name(t.dtype))
+        r_.fail(Reader::child(item, "dtype"), "'" + t.dtype + "' is neither a type variable of typeConstraints nor a dtype name");
+      t.shape = r_.expr(body.at("shape"), Reader::child(item, "shape"));
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  // An input, an output, or a scratch tensor of the variant being read.
+  bool is_tensor(const std::string& name) const {
+    if (spec_.tensor(name)) return true;
+    return scratch_ && std::any_of(scratch_->begin(), scratch_->end(), [&](const TensorSpec& t) { return t.name == name; });
   }
 
   // A pass is named for profiles: by its op alone when it is its variant's only pass.
@@ -431,8 +460,8 @@ class SpecParser {
       b.uniform = true;
       return b;
     }
-    if (!spec_.tensor(name))
-      r_.fail(path, "'" + name + "' is neither an input, an output nor a binding of the top-level bindings");
+    if (!is_tensor(name))
+      r_.fail(path, "'" + name + "' is neither an input, an output, a scratch tensor nor a binding of the top-level bindings");
     b.arg = name;
     if (decl != spec_.bindings.end()) b.element_type = decl->second.element_type;
     return b;
@@ -442,7 +471,7 @@ class SpecParser {
     r_.keys(j, path, {"arg", "name", "elementType"}, {"arg"});
     PassBinding b;
     b.arg = r_.string(j.at("arg"), Reader::child(path, "arg"));
-    if (!spec_.tensor(b.arg)) r_.fail(Reader::child(path, "arg"), "'" + b.arg + "' is not an input or output");
+    if (!is_tensor(b.arg)) r_.fail(Reader::child(path, "arg"), "'" + b.arg + "' is not an input, output or scratch tensor");
     b.name = r_.string_or(j, "name", path, b.arg);
     if (!is_identifier(b.name)) r_.fail(Reader::child(path, "name"), "a binding name must be an identifier");
     if (j.contains("elementType"))
@@ -504,6 +533,7 @@ class SpecParser {
       variant_table.add_derived(v.derive);
       for (const Expr& e : v.when) variant_table.check(e);
       for (const auto& d : v.derive) variant_table.check(d.expr);
+      for (const TensorSpec& t : v.scratch) variant_table.check(*t.shape);
       for (const PassSpec& p : v.passes) check_pass(variant_table, p);
     }
   }
@@ -528,6 +558,7 @@ class SpecParser {
   Reader r_;
   const Json& root_;
   KernelSpec spec_;
+  const std::vector<TensorSpec>* scratch_ = nullptr;  // the scratch tensors of the variant being read
 };
 
 }  // namespace
@@ -547,6 +578,12 @@ const TensorSpec* KernelSpec::output(std::string_view n) const {
 const TensorSpec* KernelSpec::tensor(std::string_view n) const {
   const TensorSpec* t = input(n);
   return t ? t : output(n);
+}
+
+const TensorSpec* KernelSpec::scratch(const VariantSpec& variant, std::string_view n) const {
+  for (const auto& t : variant.scratch)
+    if (t.name == n) return &t;
+  return nullptr;
 }
 
 const AttributeSpec* KernelSpec::attribute(std::string_view n) const {
@@ -598,9 +635,10 @@ NameTable NameTable::for_spec(const KernelSpec& spec) {
   for (const auto& [var, types] : spec.type_constraints) dtypes.push_back(var);
   for (const auto& a : spec.attributes) attrs.push_back(a.name);
   for (const auto& t : spec.tunables) tunables.push_back(t.name);
-  table.namespaces_ = {
-      {"shapes", tensors}, {"ranks", tensors}, {"present", tensors},   {"dtypes", dtypes},
-      {"types", dtypes},   {"attrs", attrs},   {"tunables", tunables}, {"device", {"shaderF16", "maxWorkgroupsPerDimension"}}};
+  table.namespaces_ = {{"shapes", tensors},    {"ranks", tensors},
+                       {"present", tensors},   {"dtypes", dtypes},
+                       {"types", dtypes},      {"attrs", attrs},
+                       {"tunables", tunables}, {"device", {"shaderF16", "subgroups", "maxWorkgroupsPerDimension"}}};
   return table;
 }
 

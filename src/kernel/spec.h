@@ -100,6 +100,9 @@ struct VariantSpec {
   int64_t priority = 0;
   std::vector<Expr> when;
   std::vector<DeriveEntry> derive;
+  // Temporary buffers its passes share (split-K partial sums, flash-decoding partials): a dtype
+  // (a type variable or a dtype name) and a shape computed in the variant's scope.
+  std::vector<TensorSpec> scratch;
   std::vector<PassSpec> passes;
   std::string path;
 };
@@ -119,6 +122,7 @@ struct KernelSpec {
   std::vector<VariantSpec> variants;
 
   std::string qualified_name() const { return domain + "." + name; }
+  const TensorSpec* scratch(const VariantSpec& variant, std::string_view n) const;
   const TensorSpec* input(std::string_view n) const;
   const TensorSpec* output(std::string_view n) const;
   const TensorSpec* tensor(std::string_view n) const;  // input or output

@@ -52,6 +52,22 @@ Executor::Executor(std::shared_ptr<const ir::Model> model, const Backend& backen
     run_chain(static_cast<uint32_t>(p.init_chain_idx));
     reset_transients();
   }
+  fold_constants();
+}
+
+void Executor::fold_constants() {
+  const ir::Program& p = model_->program;
+  folding_ = plan_constant_folding(p);
+  const auto& main = p.chains[p.main_chain_idx].instructions;
+  folded_results_.resize(main.size());
+  for (size_t i = 0; i < main.size(); ++i) {
+    if (!folding_.folded[i]) continue;
+    run_instruction(p.main_chain_idx, i, main[i]);
+    for (ir::Tid t : tensors_written(main[i])) folded_results_[i].emplace_back(t, ctx_.tensor(t));
+  }
+  backend_.end_run(ctx_);
+  reset_transients();
+  for (uint32_t t : folding_.dead_constants) ctx_.clear_tensor(ir::Tid{t});
 }
 
 bool Executor::handles_natively(size_t union_id) { return is_native_op(union_id); }
@@ -142,7 +158,14 @@ void Executor::reset_transients() {
 
 void Executor::run_chain(uint32_t chain) {
   const auto& instructions = model_->program.chains[chain].instructions;
-  for (size_t i = 0; i < instructions.size(); ++i) run_instruction(chain, i, instructions[i]);
+  const bool main = chain == model_->program.main_chain_idx && !folded_results_.empty();
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    if (!main || !folding_.folded[i]) {
+      run_instruction(chain, i, instructions[i]);
+      continue;
+    }
+    for (const auto& [slot, tensor] : folded_results_[i]) ctx_.set_tensor(slot, tensor);
+  }
 }
 
 std::string Executor::where(uint32_t chain, size_t index, const ir::Instruction& instruction) const {

@@ -1,14 +1,17 @@
 #pragma once
 // Executor: owns a loaded model's state and runs it with ExecuTorch MLX-runtime semantics.
 // Constants are bound once, mutable buffers zero-filled once and kept across run() calls, the
-// init chain runs once, the main chain per call. Control flow (Scan, If), value-slot arithmetic
-// and slot copies are handled here for every backend; everything else goes to the backend.
+// init chain runs once, then the main-chain instructions that compute only from constants
+// (runtime/constant_folding.h); per call the main chain runs with their results rebound. Control flow (Scan, If), value-slot
+// arithmetic and slot copies are handled here for every backend; everything else goes to the backend.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/model.h"
 #include "runtime/backend.h"
+#include "runtime/constant_folding.h"
 #include "runtime/exec_context.h"
 
 namespace wgml::runtime {
@@ -27,6 +30,7 @@ class Executor {
 
  private:
   void bind_constants();
+  void fold_constants();
   void zero_mutable_buffers();
   void bind_input(size_t i, const Value& v);
   Value take_output(size_t i);
@@ -43,6 +47,9 @@ class Executor {
   std::shared_ptr<const ir::Model> model_;
   const Backend& backend_;
   ExecContext ctx_;
+  FoldingPlan folding_;
+  // Per main-chain instruction that folded: the tensors it wrote, bound again where it stands.
+  std::vector<std::vector<std::pair<ir::Tid, Tensor>>> folded_results_;
 };
 
 }  // namespace wgml::runtime

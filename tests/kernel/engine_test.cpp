@@ -147,7 +147,7 @@ TEST(SpecValidation, BindingsDispatchStorage) {
   EXPECT_THAT(spec_error(j), HasSubstr("viewAlias[0].output: 'z' is not a binding of an output in this pass"));
   j = scale_spec();
   j["variants"][0]["passes"][0]["bindings"] = {"x", "unknown"};
-  EXPECT_THAT(spec_error(j), HasSubstr("bindings[1]: 'unknown' is neither an input, an output nor a binding"));
+  EXPECT_THAT(spec_error(j), HasSubstr("bindings[1]: 'unknown' is neither an input, an output, a scratch tensor nor a binding"));
   j = scale_spec();
   j["variants"][0]["passes"][0]["bindings"][0] = {{"arg", "x"}, {"elementType", "$missing"}};
   EXPECT_THAT(spec_error(j), HasSubstr("'missing' is not defined here"));
@@ -281,6 +281,30 @@ TEST_F(SpecEngine, HighestPriorityApplicableVariantWins) {
   EXPECT_THAT(message, HasSubstr("no variant applies to shapes x=[7] y=[7]; dtypes T=float32 (f32); attrs factor=2.0"));
   EXPECT_THAT(message,
               HasSubstr("\n  fast: when[0] `numel(shapes.x) % 4 == 0` is false\n  plain: when[0] `ranks.x == 2` is false"));
+}
+
+// A variant's scratch tensor: sized in the variant's scope, bound read-write like an output,
+// never one of the plan's outputs; a pass may bind it only when its variant declares it.
+TEST_F(SpecEngine, ScratchTensorsAreVariantTemporaries) {
+  Json j = scale_spec();
+  j["variants"][0]["derive"] = {{"parts", "ceilDiv(numel(shapes.x), 4)"}};
+  j["variants"][0]["scratch"] = {{"partials", {{"dtype", "float32"}, {"shape", "[parts, 2]"}}}};
+  j["variants"][0]["passes"][0]["bindings"] = {"x", "partials", "y", "params"};
+  const KernelPlan p = plan(j, scale_request(DType::Float16, {9}), DeviceCaps{.shader_f16 = true});
+  const PlanTensor* partials = p.tensor("partials");
+  ASSERT_NE(partials, nullptr);
+  EXPECT_TRUE(partials->is_scratch);
+  EXPECT_FALSE(partials->is_output);
+  EXPECT_EQ(partials->shape, (Shape{3, 2}));
+  EXPECT_EQ(partials->gpu_bytes, 24u);
+  EXPECT_EQ(p.passes[0].bindings[1].role, BindingRole::Scratch);
+  EXPECT_EQ(p.passes[0].bindings[1].access, BindingAccess::ReadWrite);
+  EXPECT_EQ(p.passes[0].bindings[1].element_type, "f32");
+
+  j["variants"][0]["scratch"]["partials"]["shape"] = "[later]";
+  EXPECT_THAT(spec_error(j), HasSubstr("variants[0].scratch.partials.shape: column 2: 'later' is not defined here"));
+  j["variants"][0].erase("scratch");
+  EXPECT_THAT(spec_error(j), HasSubstr("'partials' is neither an input, an output, a scratch tensor"));
 }
 
 TEST_F(SpecEngine, DerivedValuesAreLazyAndCyclesAreErrors) {

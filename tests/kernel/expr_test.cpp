@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "wgml/error.h"
 
 namespace wgml::kernel {
@@ -150,6 +152,17 @@ TEST(SpecExpr, Functions) {
   EXPECT_EQ(eval("reverse([1, 2])"), Value::int_list({2, 1}));
   EXPECT_EQ(eval("sum([1, 2, 3])"), Value(6));
   EXPECT_EQ(eval("roundUp(10, 8)"), Value(16));
+}
+
+// exp, log and float32 build host-side tables as the CPU reference computes them in float32
+// (Rope's inverse frequencies).
+TEST(SpecExpr, FloatMathForHostTables) {
+  EXPECT_EQ(eval("exp(0)"), Value(1.0));
+  EXPECT_EQ(eval("log(1)"), Value(0.0));
+  EXPECT_EQ(eval("float32(0.1)"), Value(static_cast<double>(0.1f)));
+  EXPECT_EQ(eval("float32(exp(float32(-3 * float32(float32(log(10000.0)) / 32))))"),
+            Value(static_cast<double>(std::exp(-3.0f * (std::log(10000.0f) / 32.0f)))));
+  EXPECT_THAT(eval_error("log(0)"), HasSubstr("log: needs a positive number, not 0"));
 }
 
 TEST(SpecExpr, FiltersAreFunctionsOnTheLeftValue) {

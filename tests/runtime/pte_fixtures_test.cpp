@@ -180,11 +180,12 @@ TEST(PteFixtures, KvCacheDecodeLoopCompilesNothingAfterTwoSteps) {
     EXPECT_EQ(stats.kernels_rendered, 0u) << what;
     EXPECT_EQ(stats.pipelines_compiled, 0u) << what;
   }
-  // The cache writes and reads ran on the GPU every step (attention itself has no kernel yet).
+  // The cache writes, the reads and the attention ran on the GPU every step.
   std::map<std::string, uint64_t> gpu_calls;
   for (const wgml::OpProfile& p : gpu->profile())
     if (p.device == "webgpu") gpu_calls[p.op] += p.calls;
-  for (const char* op : {"IndexCopy.write", "SliceUpdate.write", "Slice"}) EXPECT_GE(gpu_calls[op], 64u) << op;
+  for (const char* op : {"IndexCopy.write", "SliceUpdate.write", "Slice", "Sdpa.chunks", "Sdpa.combine"})
+    EXPECT_GE(gpu_calls[op], 64u) << op;
 }
 
 TEST(PteFixtures, ProgramWithoutMlxDelegateIsRejected) {

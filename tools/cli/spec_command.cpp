@@ -121,6 +121,7 @@ SpecCommands::SpecCommands(CLI::App& app) {
   render_->add_option("--tunables-file", tunables_file_, "Per-adapter tunables (JSON)");
   render_->add_option("--alias", aliases_, "INPUT=OUTPUT: let the output share the input's buffer (in place)");
   render_->add_flag("--no-f16", no_f16_, "Render for a device without shader-f16");
+  render_->add_flag("--subgroups", subgroups_, "Render for a device with subgroup operations");
   render_->add_option("--max-workgroups", max_workgroups_, "maxComputeWorkgroupsPerDimension (default 65535)");
 }
 
@@ -209,14 +210,18 @@ int SpecCommands::render() const {
   for (const auto& setting : tunables_) tunables.add_run_override(setting);
   kernel::DeviceCaps device;
   device.shader_f16 = !no_f16_;
+  device.subgroups = subgroups_;
   device.max_workgroups_per_dimension = max_workgroups_;
 
   const kernel::KernelPlan plan = engine.plan(*s, request, device, tunables);
   std::cout << "op: " << plan.op << "\nvariant: " << plan.variant << "\ntensors:\n";
   for (const auto& t : plan.tensors) {
-    std::cout << "  " << t.name << ": " << (t.is_output ? "output " : "input ") << dtype_name(t.dtype) << " "
-              << kernel::Value::int_list(t.shape).to_text() << ", stored as " << t.storage.scalar << " ("
-              << kernel::storage_kind_name(t.storage.kind) << "), " << t.gpu_bytes << " bytes";
+    std::cout << "  " << t.name << ": "
+              << (t.is_scratch  ? "scratch "
+                  : t.is_output ? "output "
+                                : "input ")
+              << dtype_name(t.dtype) << " " << kernel::Value::int_list(t.shape).to_text() << ", stored as " << t.storage.scalar
+              << " (" << kernel::storage_kind_name(t.storage.kind) << "), " << t.gpu_bytes << " bytes";
     if (t.value_range) std::cout << ", valueRange [" << t.value_range->min << ", " << t.value_range->max << "]";
     if (!t.alias_of.empty()) std::cout << ", shares the buffer of " << t.alias_of;
     std::cout << "\n";

@@ -34,6 +34,7 @@ class SpecCommands {
   std::vector<std::string> shapes_, dtypes_, attrs_, tunables_, aliases_;
   std::string tunables_file_;
   bool no_f16_ = false;
+  bool subgroups_ = false;
   uint32_t max_workgroups_ = 65535;
 };
 

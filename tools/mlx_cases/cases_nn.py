@@ -33,7 +33,15 @@ def norm_cases(kind):
                                          ("f16", d.floats((4, 16), mx.float16), True, True, 1e-5),
                                          ("bf16", d.floats((2, 32), mx.bfloat16), True, False, 1e-5),
                                          ("large_eps", d.floats((2, 5)), True, True, 0.5),
-                                         ("row_of_one", d.floats((3, 1)), True, True, 1e-5)):
+                                         ("row_of_one", d.floats((3, 1)), True, True, 1e-5),
+                                         # Rows longer than a workgroup: vec4 rows, odd rows.
+                                         ("long_row", d.floats((3, 1000)), True, True, 1e-5),
+                                         ("odd_long_row", d.floats((2, 1027)), True, True, 1e-5),
+                                         ("f16_long_row", d.floats((2, 2048), mx.float16), True, False, 1e-5),
+                                         ("f16_odd_no_weight", d.floats((3, 13), mx.float16), False, False, 1e-5),
+                                         ("weight_only", d.floats((5, 24)), True, False, 1e-5),
+                                         # A mean away from zero (as far as MLX's own f32 sums stay accurate): no cancellation.
+                                         ("mean_of_five", d.floats((4, 512), lo=4.0, hi=6.0), True, True, 1e-5)):
         dim = x.shape[-1]
         w = d.floats((dim,), x.dtype) if with_w else None
         b = d.floats((dim,), x.dtype) if with_b else None
@@ -46,7 +54,16 @@ def norm_cases(kind):
             ib = c.input(b) if b is not None else None
             c.node(kind, x=ix, out=c.output(mx.fast.layer_norm(x, w, b, eps)), weight=iw, bias=ib, eps=eps)
         out.append(c)
-    return out
+    # Rows of a transposed (non-contiguous in MLX) input.
+    x, w = d.floats((12, 6)), d.floats((12,))
+    c = Case("transposed_rows")
+    ix, iw, t = c.input(x), c.input(w), c.temp()
+    c.node("TransposeNode", x=ix, out=t, perm=[1, 0])
+    if kind == "RMSNormNode":
+        c.node(kind, x=t, weight=iw, out=c.output(mx.fast.rms_norm(x.T, w, 1e-5)), eps=1e-5)
+    else:
+        c.node(kind, x=t, out=c.output(mx.fast.layer_norm(x.T, w, None, 1e-5)), weight=iw, eps=1e-5)
+    return out + [c]
 
 
 def softmax_cases():
@@ -80,7 +97,12 @@ def rope_cases():
             ("scaled_f16", (1, 1, 6, 8), 8, False, 10000.0, 0.5, 100, mx.float16, False),
             ("bf16_traditional", (1, 2, 4, 8), 8, True, 10000.0, 1.0, 2, mx.bfloat16, False),
             ("freqs", (1, 2, 3, 8), 8, False, 0.0, 1.0, 1, mx.float32, True),
-            ("rank3", (2, 4, 6), 6, False, 10000.0, 1.0, 5, mx.float32, False)):
+            ("rank3", (2, 4, 6), 6, False, 10000.0, 1.0, 5, mx.float32, False),
+            ("head_dim_64", (1, 4, 7, 64), 64, False, 10000.0, 1.0, 12, mx.float32, False),
+            ("head_dim_128_f16", (1, 2, 5, 128), 128, False, 500000.0, 1.0, 3, mx.float16, False),
+            ("traditional_partial", (2, 2, 3, 16), 8, True, 10000.0, 1.0, 4, mx.float32, False),
+            ("large_offset", (1, 2, 3, 32), 32, False, 10000.0, 1.0, 250, mx.float32, False),
+            ("f16_traditional_freqs", (1, 2, 4, 8), 8, True, 0.0, 2.0, 6, mx.float16, True)):
         x = d.floats(shape, dtype)
         freqs = d.floats((dims // 2,), mx.float32, 1.0, 100.0) if with_freqs else None
         expected = mx.fast.rope(x, dims, traditional=trad, base=None if with_freqs else base, scale=scale,
@@ -97,6 +119,14 @@ def rope_cases():
     expected = mx.fast.rope(x, 4, traditional=False, base=10000.0, scale=1.0, offset=mx.array(2))
     ix, io = c.input(x), c.input(mx.array(2, mx.int32))
     c.node("RopeNode", x=ix, out=c.output(expected), dims=4, offset={"tid": io}, base=10000.0)
+    out.append(c)
+    # An offset per batch element (MLX: offset of shape [B]), int64, f16 x.
+    c = Case("tensor_offset_per_batch")
+    x = d.floats((3, 2, 4, 16), mx.float16)
+    offsets = mx.array([0, 5, 17], mx.int64)
+    expected = mx.fast.rope(x, 16, traditional=False, base=10000.0, scale=1.0, offset=offsets.astype(mx.int32))
+    ix, io = c.input(x), c.input(offsets)
+    c.node("RopeNode", x=ix, out=c.output(expected), dims=16, offset={"tid": io}, base=10000.0)
     return out + [c]
 
 
@@ -117,7 +147,19 @@ def sdpa_cases():
             ("bool_mask", 1, 2, 2, 3, 4, 8, mx.float32, "bool", False),
             ("additive_mask_f16", 1, 2, 1, 2, 6, 8, mx.float16, "float", False),
             ("decode_gqa_bf16", 1, 4, 1, 1, 7, 16, mx.bfloat16, None, False),
-            ("f16_causal", 1, 2, 2, 5, 5, 32, mx.float16, None, True)):
+            ("f16_causal", 1, 2, 2, 5, 5, 32, mx.float16, None, True),
+            ("head_dim_64_one_key", 1, 2, 2, 3, 1, 64, mx.float32, None, False),
+            ("head_dim_128_keys_300", 1, 2, 1, 5, 300, 128, mx.float32, None, False),
+            ("gqa_8_2_decode_f16", 1, 8, 2, 1, 300, 64, mx.float16, None, False),
+            ("decode_long_kv", 1, 4, 1, 1, 1500, 64, mx.float32, None, False),
+            ("decode_batch2_d128_f16", 2, 4, 2, 1, 257, 128, mx.float16, None, False),
+            ("causal_prefill_37", 1, 4, 2, 37, 37, 64, mx.float32, None, True),
+            ("causal_prefill_37_f16", 1, 8, 2, 37, 37, 128, mx.float16, None, True),
+            ("causal_chunk_4_of_300", 1, 4, 2, 4, 300, 64, mx.float16, None, True),
+            ("bool_mask_keys_300", 1, 2, 2, 4, 300, 64, mx.float32, "bool", False),
+            ("additive_mask_4d", 2, 2, 2, 3, 40, 32, mx.float32, "float4d", False),
+            ("odd_head_dim_causal", 1, 2, 1, 3, 33, 6, mx.float32, None, True),
+            ("head_dim_256", 1, 2, 2, 9, 20, 256, mx.float32, None, False)):
         q, k, v = d.floats((B, Hq, Lq, D), dtype), d.floats((B, Hkv, Lk, D), dtype), d.floats((B, Hkv, Lk, D), dtype)
         scale = D ** -0.5
         mask = None
@@ -126,6 +168,8 @@ def sdpa_cases():
             mask[..., 0] = True
         elif mask_kind == "float":
             mask = d.floats((Lq, Lk), mx.float32, -2, 0)
+        elif mask_kind == "float4d":
+            mask = d.floats((B, 1, Lq, Lk), mx.float32, -3, 1)
         c = Case(name)
         iq, ik, iv_ = c.input(q), c.input(k), c.input(v)
         im = c.input(mask) if mask is not None else None

@@ -52,10 +52,27 @@ def cases():
     kv_steps = [[d.floats((1, 2, 16, 4)), d.floats((1, 2, t, 4)), p, p + t] for t, p in kv]
     concat_steps = [[d.floats((n, 4)), d.floats((m, 4))] for n, m in ((2, 3), (3, 1), (5, 2), (1, 6))]
     pad_steps = [[d.floats(s)] for s in ((2, 5), (3, 2), (6, 4), (1, 1))]
+
+    # A decode loop's rope: one new token per step at a growing offset (a value slot, then a
+    # tensor), and its attention over a KV history that grows by a token (a long jump too).
+    rope_steps = [[d.floats((1, 4, 1, 64)), p] for p in (0, 1, 2, 9, 130, 250)]
+    rope_tensor_steps = [[d.floats((1, 4, 1, 64)), mx.array([p], mx.int32)] for p in (3, 4, 5, 64, 200)]
+    decode_steps = [[d.floats((1, 4, 1, 64)), d.floats((1, 2, n, 64)), d.floats((1, 2, n, 64))]
+                    for n in (5, 6, 7, 40, 300, 650)]
+    # Causal prefill of a new prompt length each step (Lq = Lkv).
+    prefill_steps = [[d.floats((1, 4, n, 32)), d.floats((1, 2, n, 32)), d.floats((1, 2, n, 32))]
+                     for n in (17, 18, 9, 37, 64)]
     # Row reductions over a new row count every step (a workgroup per row), one strided step
     # pattern too: sums of [n, 64] rows and over axis 0 of [n, 6]; softmax of [n, 40] rows.
     sum_steps = [[d.floats((n, 64)), d.floats((n, 6))] for n in (3, 5, 8, 1, 13)]
     softmax_steps = [[d.floats((n, 40))] for n in (2, 7, 4, 1, 9)]
+
+    def rope(x, offset):
+        return mx.fast.rope(x, 64, traditional=False, base=10000.0, scale=1.0, offset=offset)
+
+    def attention(causal):
+        return lambda q, k, v: mx.fast.scaled_dot_product_attention(q, k, v, scale=0.125,
+                                                                    mask="causal" if causal else None)
 
     def slice_update(dst, update, start, stop):
         out = mx.array(dst)
@@ -89,4 +106,15 @@ def cases():
         "PadNode": [simple("pad", "PadNode", {0: [0, 1]}, pad_steps, lambda x: mx.pad(x, [(1, 2), (0, 3)]),
                            lambda r, out: {"x": r[0], "out": out, "pad_width": [iv(1), iv(2), iv(0), iv(3)],
                                            "mode": "constant", "constant_value": 0.0})],
+        "RopeNode": [
+            simple("rope_offset", "RopeNode", {}, rope_steps, rope,
+                   lambda r, out: {"x": r[0], "out": out, "dims": 64, "offset": {"vid": r[1], "is_vid": True},
+                                   "base": 10000.0}),
+            simple("rope_offset_tensor", "RopeNode", {}, rope_tensor_steps, rope,
+                   lambda r, out: {"x": r[0], "out": out, "dims": 64, "offset": {"tid": r[1]}, "base": 10000.0})],
+        "SdpaNode": [
+            simple("sdpa_decode", "SdpaNode", {1: [2], 2: [2]}, decode_steps, attention(False),
+                   lambda r, out: {"q": r[0], "k": r[1], "v": r[2], "out": out, "scale": 0.125}),
+            simple("sdpa_causal_prefill", "SdpaNode", {0: [2], 1: [2], 2: [2]}, prefill_steps, attention(True),
+                   lambda r, out: {"q": r[0], "k": r[1], "v": r[2], "out": out, "scale": 0.125, "causal": True})],
     }

@@ -14,6 +14,7 @@ import mlx.core as mx
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import cases_elementwise  # noqa: E402
+import cases_matmul  # noqa: E402
 import cases_nn  # noqa: E402
 import cases_quant  # noqa: E402
 import cases_random  # noqa: E402
@@ -22,7 +23,7 @@ import cases_runtime  # noqa: E402
 import cases_shape  # noqa: E402
 import cases_shape_classes  # noqa: E402
 
-FAMILIES = (cases_elementwise, cases_shape, cases_reduce, cases_nn, cases_quant, cases_runtime, cases_random,
+FAMILIES = (cases_elementwise, cases_shape, cases_reduce, cases_nn, cases_matmul, cases_quant, cases_runtime, cases_random,
             cases_shape_classes)
 
 

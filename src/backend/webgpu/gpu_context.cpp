@@ -74,6 +74,7 @@ GpuContext::GpuContext(const GpuOptions& options)
   engine_.load_directory(kernels_dir(options) + "/specs");
   decompositions_ = kernel::load_decomposition_directory(kernels_dir(options) + "/decompositions");
   caps_.shader_f16 = device_.features().shader_f16;
+  caps_.subgroups = device_.features().subgroups;
   caps_.max_workgroups_per_dimension = device_.limits().maxComputeWorkgroupsPerDimension;
   caps_.max_storage_binding_bytes = device_.limits().maxStorageBufferBindingSize;
   for (const std::string& setting : options.tunables) tunables_.add_run_override(setting);

@@ -58,6 +58,11 @@ class FieldCollector {
   void operator()(std::string_view name, const ir::FloatOrVid& v, ir::FieldRole) {
     attribute(name, kernel::Value(double{ctx_.resolve(v)}));
   }
+  // A value slot is the attribute of that name (an int), a tensor the input of that name.
+  void operator()(std::string_view name, const ir::VidOrTid& v, ir::FieldRole role) {
+    if (v.is_vid) return attribute(name, kernel::Value(int64_t{ctx_.int_value(v.vid)}));
+    (*this)(name, v.tid, role);
+  }
   void operator()(std::string_view name, const std::vector<ir::IntOrVid>& v, ir::FieldRole) {
     kernel::List list;
     for (int32_t e : ctx_.resolve(v)) list.emplace_back(int64_t{e});
@@ -208,6 +213,12 @@ class FieldMappingCheck {
           mapped_.push_back(t.name);
         }
     if (!found) fail(name, "is a list of tensors, and the spec declares no list of that name (\"list\": N)");
+  }
+  // Both forms: the attribute (a value slot) and the optional input (a tensor) of that name.
+  void operator()(std::string_view name, const ir::VidOrTid&, ir::FieldRole role) {
+    const kernel::TensorSpec* t = spec_.input(name);
+    if (!spec_.attribute(name) || !t || !t->optional || role != ir::FieldRole::Read)
+      fail(name, "is a value slot or a tensor, and the spec lacks the attribute or the optional input of that name");
   }
   template <class T>
   void operator()(std::string_view name, const std::optional<T>&, ir::FieldRole role) {

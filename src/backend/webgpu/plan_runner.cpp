@@ -16,7 +16,7 @@ std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& c
                                             Buffers& buffers) {
   std::map<std::string, Tensor> outputs;
   for (const kernel::PlanTensor& t : plan.tensors) {
-    if (!t.is_output) continue;
+    if (!t.is_output && !t.is_scratch) continue;
     std::shared_ptr<gpu::PooledBuffer> buffer;
     if (!t.alias_of.empty()) {
       if (!buffers.count(t.alias_of)) fail_plan(plan, "output '" + t.name + "' aliases unknown input '" + t.alias_of + "'");
@@ -26,7 +26,7 @@ std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& c
     }
     auto data = std::make_shared<const GpuTensorData>(context, std::move(buffer), t.storage, t.shape);
     buffers[t.name] = data;
-    outputs[t.name] = TensorDeviceAccess::on_device(t.dtype, t.shape, data);
+    if (t.is_output) outputs[t.name] = TensorDeviceAccess::on_device(t.dtype, t.shape, data);
   }
   return outputs;
 }
@@ -68,7 +68,7 @@ GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const kernel
                         const std::map<std::string, Tensor>& inputs) {
   Buffers buffers;
   for (const kernel::PlanTensor& t : plan.tensors) {
-    if (t.is_output) continue;
+    if (t.is_output || t.is_scratch) continue;
     auto it = inputs.find(t.name);
     if (it == inputs.end()) fail_plan(plan, "input '" + t.name + "' was planned but not given");
     buffers[t.name] = on_gpu(context, it->second, t.storage, t.name, t.value_range);

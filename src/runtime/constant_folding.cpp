@@ -1,0 +1,83 @@
+#include "runtime/constant_folding.h"
+
+#include "ir/slot_visit.h"
+
+namespace wgml::runtime {
+namespace {
+
+using ir::FieldRole;
+using ir::Tid;
+using ir::Vid;
+
+bool has_body_chains(const ir::Instruction& instruction) {
+  const ir::Node* node = ir::as_node(instruction);
+  return node && (std::holds_alternative<ir::ScanNode>(*node) || std::holds_alternative<ir::IfNode>(*node));
+}
+
+bool is_random(const ir::Instruction& instruction) {
+  const ir::Node* node = ir::as_node(instruction);
+  return node && std::holds_alternative<ir::RandomBitsNode>(*node);
+}
+
+// Whether the instruction reads only `known` tensors, updates none in place and touches no value slot.
+bool computes_from_known(const ir::Instruction& instruction, const std::vector<bool>& known) {
+  bool foldable = true;
+  ir::visit_slots(
+      instruction,
+      [&](Tid t, FieldRole role, std::string_view) {
+        if (role == FieldRole::ReadWrite || (role == FieldRole::Read && !known[t.idx])) foldable = false;
+      },
+      [&](Vid, std::string_view) { foldable = false; });
+  return foldable;
+}
+
+}  // namespace
+
+std::vector<Tid> tensors_written(const ir::Instruction& instruction) {
+  std::vector<Tid> out;
+  ir::visit_slots(
+      instruction,
+      [&](Tid t, FieldRole role, std::string_view) {
+        if (role != FieldRole::Read) out.push_back(t);
+      },
+      [](Vid, std::string_view) {});
+  return out;
+}
+
+FoldingPlan plan_constant_folding(const ir::Program& p) {
+  FoldingPlan plan;
+  const auto& main = p.chains[p.main_chain_idx].instructions;
+  plan.folded.assign(main.size(), false);
+  // Whether each slot, at the current place in the chain, holds a constant or a folded result.
+  std::vector<bool> known(p.num_tensors(), false);
+  for (uint32_t t = 0; t < p.num_constant_tensors; ++t) known[t] = true;
+  for (size_t i = 0; i < main.size(); ++i) {
+    if (has_body_chains(main[i])) {
+      // Bodies may write any temp: nothing after them is known but the constants.
+      for (uint32_t t = p.num_constant_tensors; t < p.num_tensors(); ++t) known[t] = false;
+      continue;
+    }
+    const std::vector<Tid> writes = tensors_written(main[i]);
+    plan.folded[i] = !writes.empty() && !is_random(main[i]) && computes_from_known(main[i], known);
+    for (Tid t : writes) known[t.idx] = plan.folded[i];
+  }
+  // A constant is dead when only folded instructions read it.
+  std::vector<bool> still_read(p.num_constant_tensors, false);
+  for (uint32_t c = 0; c < p.chains.size(); ++c)
+    for (size_t i = 0; i < p.chains[c].instructions.size(); ++i) {
+      if (c == p.main_chain_idx && plan.folded[i]) continue;
+      ir::visit_slots(
+          p.chains[c].instructions[i],
+          [&](Tid t, FieldRole, std::string_view) {
+            if (t.idx < p.num_constant_tensors) still_read[t.idx] = true;
+          },
+          [](Vid, std::string_view) {});
+    }
+  for (const ir::Slot& s : p.outputs)
+    if (s.type == ir::SlotType::Tensor && s.idx < p.num_constant_tensors) still_read[s.idx] = true;
+  for (uint32_t t = 0; t < p.num_constant_tensors; ++t)
+    if (!still_read[t]) plan.dead_constants.push_back(t);
+  return plan;
+}
+
+}  // namespace wgml::runtime
