@@ -22,6 +22,13 @@ def long_special_rows():
     return mx.array(rows)
 
 
+def tall_nan_columns():
+    """[1000, 2]: column 0 has NaNs at rows 700 and 900, column 1 none."""
+    x = np.random.RandomState(1000).uniform(-2, 2, (1000, 2)).astype(np.float32)
+    x[700, 0] = x[900, 0] = np.nan
+    return mx.array(x)
+
+
 def axes_reduction_cases(kind, fn, extra=None):
     """fn(x, axes or None, keepdims) -> MLX result; an empty axes list reduces everything."""
     d = Data(kind)
@@ -50,7 +57,10 @@ def axes_reduction_cases(kind, fn, extra=None):
             # Strided: a leading axis, all axes of a 3-d tensor, outer and inner axes.
             ("axis0", d.floats((300, 7)), [0], False),
             ("all_3d", d.floats((3, 5, 7)), [], False),
-            ("outer_inner_axes", d.floats((3, 5, 7)), [0, 2], True)):
+            ("outer_inner_axes", d.floats((3, 5, 7)), [0, 2], True),
+            # Few outputs, long leading reductions: chunks of the leading axis, partials merged.
+            ("tall_axis0", d.floats((1200, 3)), [0], False),
+            ("tall_outer_inner_axes", d.floats((300, 3, 4)), [0, 2], True)):
         if name == "transposed":
             c = Case(name)
             ix, t = c.input(x), c.temp()
@@ -121,7 +131,10 @@ def arg_reduction_cases(kind, fn):
         ("nan_long_row", long_special_rows(), 1, False),
         # Many ties across a workgroup's threads: the first index wins.
         ("ties_long_row", d.ints((4, 1000), mx.int32, -3, 3), -1, False),
-        ("ties_axis0", d.ints((200, 5), mx.int32, -2, 2), 0, False))]
+        ("ties_axis0", d.ints((200, 5), mx.int32, -2, 2), 0, False),
+        # Chunks of a tall axis 0 merged: ties and NaNs across chunks go to the first index.
+        ("tall_ties_axis0", d.ints((1500, 3), mx.int32, -2, 2), 0, False),
+        ("tall_nan_axis0", tall_nan_columns(), 0, True))]
 
 
 def cumsum_cases():
