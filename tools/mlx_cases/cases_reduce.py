@@ -29,6 +29,13 @@ def tall_nan_columns():
     return mx.array(x)
 
 
+def huge_nan_rows():
+    """[2, 40000]: row 0 has NaNs at 25000 and 30000, in different chunks; row 1 none."""
+    x = np.random.RandomState(40000).uniform(-2, 2, (2, 40000)).astype(np.float32)
+    x[0, 25000] = x[0, 30000] = np.nan
+    return mx.array(x)
+
+
 def axes_reduction_cases(kind, fn, extra=None):
     """fn(x, axes or None, keepdims) -> MLX result; an empty axes list reduces everything."""
     d = Data(kind)
@@ -60,7 +67,11 @@ def axes_reduction_cases(kind, fn, extra=None):
             ("outer_inner_axes", d.floats((3, 5, 7)), [0, 2], True),
             # Few outputs, long leading reductions: chunks of the leading axis, partials merged.
             ("tall_axis0", d.floats((1200, 3)), [0], False),
-            ("tall_outer_inner_axes", d.floats((300, 3, 4)), [0, 2], True)):
+            ("tall_outer_inner_axes", d.floats((300, 3, 4)), [0, 2], True),
+            # A few very long rows: chunks of workgroups, partials merged. Positive values: MLX's
+            # float32 sum of 20000 values of both signs is off by more than the tolerance.
+            ("huge_rows", d.floats((2, 20000), lo=0, hi=1), [-1], False),
+            ("huge_all", d.floats((300, 70), lo=0, hi=1), [], False)):
         if name == "transposed":
             c = Case(name)
             ix, t = c.input(x), c.temp()
@@ -134,7 +145,9 @@ def arg_reduction_cases(kind, fn):
         ("ties_axis0", d.ints((200, 5), mx.int32, -2, 2), 0, False),
         # Chunks of a tall axis 0 merged: ties and NaNs across chunks go to the first index.
         ("tall_ties_axis0", d.ints((1500, 3), mx.int32, -2, 2), 0, False),
-        ("tall_nan_axis0", tall_nan_columns(), 0, True))]
+        ("tall_nan_axis0", tall_nan_columns(), 0, True),
+        ("huge_ties_row", d.ints((1, 40000), mx.int32, -2, 2), -1, False),
+        ("huge_nan_rows", huge_nan_rows(), -1, False))]
 
 
 def cumsum_cases():
