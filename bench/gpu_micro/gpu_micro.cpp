@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fma_kernel.h"
 #include "gpu/buffer_pool.h"
 #include "gpu/device.h"
 #include "gpu/gpu_error.h"
@@ -90,30 +91,6 @@ fn main(@builtin(local_invocation_index) lid : u32) {
   if (lid == 0u) {
     counter[0] = counter[0] + 1u;
   }
-}
-)";
-
-// 4 independent vec4 chains, unrolled 4 times: 16 vec4 FMAs = 128 flop per thread per trip.
-const std::string kFmaWgsl = R"(
-struct Params { iters : u32 }
-@group(0) @binding(0) var<storage, read_write> out : array<vec4<f32>>;
-@group(0) @binding(1) var<uniform> params : Params;
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
-  let s = f32(gid.x) * 1.0e-7;
-  var a = vec4<f32>(s, s + 1.0, s + 2.0, s + 3.0);
-  var b = a + vec4<f32>(0.5);
-  var c = a + vec4<f32>(0.25);
-  var d = a + vec4<f32>(0.125);
-  let m = vec4<f32>(0.9999, 0.9998, 0.9997, 0.9996);
-  let k = vec4<f32>(1.0e-4, 2.0e-4, 3.0e-4, 4.0e-4);
-  for (var i = 0u; i < params.iters; i = i + 1u) {
-    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
-    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
-    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
-    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
-  }
-  out[gid.x] = a + b + c + d;
 }
 )";
 
@@ -262,13 +239,13 @@ json measure_dispatch(Bench& b, std::vector<TraceSlice>& trace) {
 json measure_fma(Bench& b) {
   const uint32_t workgroups = std::min(b.options.fma_workgroups, b.device.limits().maxComputeWorkgroupsPerDimension);
   const uint64_t threads = uint64_t(workgroups) * 256;
-  const Kernel& kernel = b.pipelines.get({"fma", kFmaWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
+  const Kernel& kernel = b.pipelines.get({"fma", wgml::bench::kFmaWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
   PooledBuffer out = b.pool.acquire(threads * 16, BufferKind::Storage, "fma output");
   const BufferRange bindings[] = {out.range()};
   Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun});
   const auto [total_s, record_s] = time_batches(
       recorder, b.options.runs, [&] { recorder.dispatch(kernel, bindings, bytes_of(b.options.fma_iters), workgroups, "fma"); });
-  const double flop = double(threads) * b.options.fma_iters * 128.0;
+  const double flop = double(threads) * b.options.fma_iters * wgml::bench::kFmaFlopPerTrip;
 
   // Thread 0 against the same recurrence on the CPU (single-precision fma).
   const auto got_bytes = recorder.read(out.range(0, 16), "fma check");

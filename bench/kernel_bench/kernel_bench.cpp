@@ -3,7 +3,7 @@
 // so each op reports its effective bandwidth and the ratio to it.
 //
 //   kernel_bench [--adapter SEL] [--mib N] [--reps N] [--runs N] [--json PATH] [--tunable Op.NAME=V ...]
-//                [--gpu-timestamps 1]
+//                [--gpu-timestamps 1] [--only LABEL-PART]
 //
 // Each op runs its spec's plan on device-resident inputs (uploaded once) `reps` times per batch;
 // the time is wall clock from the first recorded dispatch to the end of the GPU work, best of
@@ -32,6 +32,7 @@
 
 #include "backend/webgpu/gpu_tensor.h"
 #include "backend/webgpu/plan_runner.h"
+#include "common/fma_kernel.h"
 #include "core/elements.h"
 #include "wgml/error.h"
 
@@ -49,6 +50,7 @@ struct Options {
   std::string json_path;
   std::vector<std::string> tunables;
   bool gpu_timestamps = false;
+  std::string only;  // run only the ops whose label contains this
 };
 
 struct OpCase {
@@ -61,6 +63,8 @@ struct OpCase {
   std::function<double(int64_t)> expected;
   // The copy it is measured against moves as many bytes (read + write); 0: a copy of the output.
   uint64_t copy_bytes = 0;
+  // Compute-bound ops: their flop per run; they are measured against the FMA kernel instead.
+  double flops = 0;
 };
 
 double at(const Tensor& t, int64_t i) { return load_as_double(t.dtype(), t.data(), i); }
@@ -262,6 +266,103 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   }
 }
 
+// The FMA kernel (bench/common/fma_kernel.h) doing about `flops` of work per run: the compute
+// ceiling a compute-bound op is measured against.
+struct FmaWay {
+  gpu::PooledBuffer out;
+  double flop = 0;
+  Way way{"", {}};
+};
+
+std::unique_ptr<FmaWay> fma_way(GpuContext& gpu, double flops) {
+  gpu::KernelSource k;
+  k.label = "roofline fma";
+  k.wgsl = bench::kFmaWgsl;
+  k.bindings = {gpu::Access::ReadWrite};
+  k.params_size = sizeof(uint32_t);
+  const gpu::Kernel& kernel = gpu.pipelines().get(k);
+  const uint32_t workgroups = 8192;
+  const double threads = workgroups * 256.0;
+  const uint32_t iters = static_cast<uint32_t>(std::max(1.0, flops / (threads * bench::kFmaFlopPerTrip)));
+  auto f = std::make_unique<FmaWay>();
+  f->out = gpu.pool().acquire(static_cast<uint64_t>(threads) * 16, gpu::BufferKind::Storage, "roofline fma");
+  f->flop = threads * iters * bench::kFmaFlopPerTrip;
+  const std::vector<gpu::BufferRange> ranges = {f->out.range()};
+  f->way = Way{"f32 FMA chains (the compute ceiling)", [&gpu, &kernel, ranges, iters] {
+                 gpu.recorder().dispatch(kernel, ranges, std::as_bytes(std::span(&iters, 1)),
+                                         gpu::fold_workgroups(workgroups, gpu.device().limits().maxComputeWorkgroupsPerDimension),
+                                         "roofline fma");
+               }};
+  return f;
+}
+
+// Row k of a [rows, depth] @ [depth, cols] product, in double.
+double product_element(const Tensor& a, const Tensor& b, int64_t k) {
+  const int64_t depth = b.dim(0), cols = b.dim(1), row = k / cols, col = k % cols;
+  double sum = 0;
+  for (int64_t i = 0; i < depth; ++i) sum += at(a, row * depth + i) * at(b, i * cols + col);
+  return sum;
+}
+
+// Matmul (Addmm without a bias): decode GEMVs over the weights of Llama-style layers, read at the
+// copy bandwidth, and a 4096^3 GEMM against the FMA ceiling.
+void add_matmul_cases(std::vector<OpCase>& cases) {
+  for (const auto& [depth, cols, dtype] :
+       {std::tuple{int64_t(4096), int64_t(4096), DType::Float16}, std::tuple{int64_t(4096), int64_t(4096), DType::Float32},
+        std::tuple{int64_t(4096), int64_t(14336), DType::Float16}, std::tuple{int64_t(14336), int64_t(4096), DType::Float16}}) {
+    const Tensor x = random_floats(dtype, {1, depth}, 12), w = random_floats(dtype, {depth, cols}, 13);
+    const double bytes = static_cast<double>(dtype_size(dtype)) * (depth * cols + depth + cols);
+    OpCase c{"Matmul GEMV " + std::string(dtype_name(dtype)) + " [1, " + std::to_string(depth) + "] @ [" + std::to_string(depth) +
+                 ", " + std::to_string(cols) + "]",
+             "Addmm",
+             {{"mat1", x}, {"mat2", w}},
+             {},
+             bytes,
+             [=](int64_t k) { return product_element(x, w, k); }};
+    c.copy_bytes = static_cast<uint64_t>(bytes / 2);
+    cases.push_back(std::move(c));
+  }
+  const int64_t side = 4096;
+  for (const DType dtype : {DType::Float32, DType::Float16}) {
+    const Tensor a = random_floats(dtype, {side, side}, 14), b = random_floats(dtype, {side, side}, 15);
+    OpCase c{"Matmul GEMM " + std::string(dtype_name(dtype)) + " 4096^3",
+             "Addmm",
+             {{"mat1", a}, {"mat2", b}},
+             {},
+             3.0 * dtype_size(dtype) * side * side,
+             [=](int64_t k) { return product_element(a, b, k); }};
+    c.flops = 2.0 * side * side * side;
+    cases.push_back(std::move(c));
+  }
+}
+
+// A 3x3 convolution, 64 -> 64 channels on 224 x 224 (padding 1): FLOP-bound, so its rate is
+// measured against the FMA kernel.
+OpCase conv2d_case() {
+  constexpr int64_t side = 224, channels = 64, taps = 3;
+  const Tensor x = random_floats(DType::Float32, {1, side, side, channels}, 7);
+  const Tensor w = random_floats(DType::Float32, {channels, taps, taps, channels}, 8);
+  OpCase c{"Conv2D f32 3x3 64->64 [1, 224, 224, 64] padding 1",
+           "Conv2D",
+           {{"x", x}, {"w", w}},
+           {{"padding_h", kernel::Value(int64_t{1})}, {"padding_w", kernel::Value(int64_t{1})}},
+           4.0 * (2 * x.numel() + w.numel()),
+           [=](int64_t k) {
+             const int64_t co = k % channels, ow = k / channels % side, oh = k / channels / side;
+             double sum = 0;
+             for (int64_t kh = 0; kh < taps; ++kh)
+               for (int64_t kw = 0; kw < taps; ++kw) {
+                 const int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+                 if (ih < 0 || ih >= side || iw < 0 || iw >= side) continue;
+                 for (int64_t ci = 0; ci < channels; ++ci)
+                   sum += at(x, (ih * side + iw) * channels + ci) * at(w, ((co * taps + kh) * taps + kw) * channels + ci);
+               }
+             return sum;
+           }};
+  c.flops = 2.0 * side * side * channels * taps * taps * channels;
+  return c;
+}
+
 // Reductions of the rows and columns of x and a softmax of 4096 rows of 4096: the traffic is the
 // input read once and the output written once (the softmax's reading its row twice is its cost).
 void add_reduction_cases(std::vector<OpCase>& cases, const Tensor& x) {
@@ -329,6 +430,8 @@ std::vector<OpCase> op_cases(const Options& o) {
                    8.0 * side * side,
                    [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
   add_attention_cases(cases);
+  add_matmul_cases(cases);
+  cases.push_back(conv2d_case());
   return cases;
 }
 
@@ -455,6 +558,26 @@ double check_ends(GpuContext& gpu, const OpCase& c, DType dtype, const gpu::Buff
   return worst;
 }
 
+// A compute-bound op's ways as TFLOP/s and their ratio to the FMA kernel of ways[0].
+void report_flops(const OpCase& c, const FmaWay& fma, const std::vector<Way>& ways, nlohmann::json& op) {
+  const double ceiling = fma.flop / ways[0].timing.seconds;
+  std::printf("%s (f32 FMA ceiling, interleaved: %.1f TFLOP/s)\n", c.label.c_str(), ceiling / 1e12);
+  op["fma_tflops"] = ceiling / 1e12;
+  for (size_t w = 1; w < ways.size(); ++w) {
+    const Timing& t = ways[w].timing;
+    const double rate = c.flops / t.seconds;
+    std::printf("  %-74s %8.1f us (recording %5.1f us) %5.1f TFLOP/s %5.1f%% of FMA\n", ways[w].how.c_str(), t.seconds * 1e6,
+                t.record_seconds * 1e6, rate / 1e12, 100.0 * rate / ceiling);
+    op["ways"].push_back(
+        {{"how", ways[w].how}, {"us", t.seconds * 1e6}, {"tflops", rate / 1e12}, {"ratio_to_fma", rate / ceiling}});
+    if (w == 1) {
+      op["us"] = t.seconds * 1e6;
+      op["tflops"] = rate / 1e12;
+      op["ratio_to_fma"] = rate / ceiling;
+    }
+  }
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -471,6 +594,8 @@ Options parse(int argc, char** argv) {
       o.json_path = value;
     else if (flag == "--tunable")
       o.tunables.push_back(value);
+    else if (flag == "--only")
+      o.only = value;
     else if (flag == "--gpu-timestamps")
       o.gpu_timestamps = value == "1";
     else
@@ -494,6 +619,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(o.mib), roofline / 1e9);
     nlohmann::json results = {{"adapter", gpu->device().adapter().summary()}, {"copy_gbps", roofline / 1e9}};
     for (const OpCase& c : op_cases(o)) {
+      if (c.label.find(o.only) == std::string::npos) continue;
       const kernel::KernelPlan plan = plan_for(*gpu, c);
       const auto placed = backend::webgpu::place_inputs(gpu, plan, c.inputs);
       const double error = check(c, backend::webgpu::run_plan(gpu, plan, placed).at("out"));
@@ -502,7 +628,8 @@ int main(int argc, char** argv) {
       std::vector<Way> ways;
       const uint64_t out_bytes = c.copy_bytes ? c.copy_bytes : plan.tensor("out")->gpu_bytes;
       const auto copy = copy_way(*gpu, out_bytes);
-      ways.push_back(copy->way);
+      const auto fma = c.flops > 0 ? fma_way(*gpu, c.flops) : nullptr;
+      ways.push_back(fma ? fma->way : copy->way);
       ways.emplace_back("run_plan (as the backend runs it)", [&] { backend::webgpu::run_plan(gpu, plan, placed); });
 
       Ranges ranges;
@@ -544,6 +671,11 @@ int main(int argc, char** argv) {
       }
 
       measure(*gpu, o, ways);
+      if (fma) {
+        report_flops(c, *fma, ways, op);
+        results["ops"].push_back(op);
+        continue;
+      }
       const double copy_bps = 2.0 * static_cast<double>(out_bytes) / ways[0].timing.seconds;
       std::printf("%s (copy of %s, interleaved: %.0f GB/s)\n", c.label.c_str(),
                   c.copy_bytes ? "half its traffic" : "the output's size", copy_bps / 1e9);

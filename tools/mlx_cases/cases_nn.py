@@ -254,6 +254,37 @@ def conv_cases(kind, nd, transpose):
         if expected is None:
             c.expect_error("groups")
         out.append(c)
+    return out + conv_tile_cases(kind, nd, transpose)
+
+
+def conv_tile_cases(kind, nd, transpose):
+    """Odd sizes that leave partial GPU tiles (64 positions x 64 channels, 16 of K per step), K over
+    many steps, stride 2 with padding 1, groups 2, f16."""
+    d = Data(kind + "Tiles")
+    spatial = {1: (37,), 2: (17, 19), 3: (5, 7, 6)}[nd]
+    ksize = {1: (3,), 2: (3, 3), 3: (3, 3, 3)}[nd]
+    out = []
+    for name, cin, cout, stride, pad, groups, dtype in (
+            ("k3_s2_p1_5to7", 5, 7, 2, 1, 1, mx.float32), ("k3_s2_p1_5to7_f16", 5, 7, 2, 1, 1, mx.float16),
+            ("k3_s2_p1_groups2_f16", 6, 8, 2, 1, 2, mx.float16), ("wide_70to130", 70, 130, 1, 1, 1, mx.float32)):
+        if nd == 3 and groups != 1:
+            continue
+        x = d.floats((1,) + spatial + (cin,), dtype)
+        # Small weights keep the long f32 sums (K up to 1890) well inside the comparison's tolerance.
+        w = d.floats((cout,) + ksize + (cin // groups,), dtype, -0.1, 0.1)
+        if transpose:
+            fn = {1: mx.conv_transpose1d, 2: mx.conv_transpose2d, 3: mx.conv_transpose3d}[nd]
+            expected = fn(x, w, stride=stride, padding=pad, groups=groups)
+        else:
+            fn = {1: mx.conv1d, 2: mx.conv2d, 3: mx.conv3d}[nd]
+            expected = fn(x, w, stride=stride, padding=pad, groups=groups)
+        attrs = {"groups": groups}
+        for ax in {1: [""], 2: ["_h", "_w"], 3: ["_d", "_h", "_w"]}[nd]:
+            attrs["stride" + ax], attrs["padding" + ax] = stride, pad
+        c = Case(name)
+        ix, iw = c.input(x), c.input(w)
+        c.node(kind, x=ix, w=iw, out=c.output(expected), **attrs)
+        out.append(c)
     return out
 
 

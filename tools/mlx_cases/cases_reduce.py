@@ -174,7 +174,20 @@ def sort_cases(kind, fn):
     return [simple(name, kind, x, fn(x, axis=axis), axis=axis) for name, x, axis in (
         ("f32_last", d.floats((3, 6)), -1), ("axis0", d.floats((5, 3)), 0), ("ties_stable", ties, 0),
         ("nan_last", special_floats(), 0), ("int8", d.ints((2, 7), mx.int8, -100, 100), 1),
-        ("bf16", d.floats((9,), mx.bfloat16), 0), ("uint32", d.ints((4,), mx.uint32, 0, 2**31), 0))]
+        ("bf16", d.floats((9,), mx.bfloat16), 0), ("uint32", d.ints((4,), mx.uint32, 0, 2**31), 0))] + \
+        long_sort_cases(kind, fn)
+
+
+def long_sort_cases(kind, fn):
+    """Rows of odd and long lengths (the GPU sorts up to 2048 per workgroup; longer ones fall back),
+    ties, signed zeros and NaNs in long rows, along a middle axis."""
+    d = Data(kind + "Long")
+    ties = mx.array(d.rng.randint(-3, 4, (3, 1000)).astype(np.float32))
+    specials = mx.concatenate([special_floats()] * 30 + [d.floats((13,))])
+    return [simple(name, kind, x, fn(x, axis=axis), axis=axis) for name, x, axis in (
+        ("odd_1000_ties", ties, 1), ("specials_313", specials, 0), ("f16_2048", d.floats((2, 2048), mx.float16), -1),
+        ("int32_middle_axis", d.ints((3, 301, 2), mx.int32, -1000, 1000), 1), ("f32_longer_than_2048", d.floats((2, 2500)), 1),
+        ("int64_257", d.ints((257,), mx.int64, -2**30, 2**30), 0))]
 
 
 def partition_cases(kind, fn):
@@ -182,7 +195,7 @@ def partition_cases(kind, fn):
     out = []
     for name, x, kth, axis in (("middle", d.floats((2, 7)), 3, 1), ("negative_kth", d.floats((8,)), -2, 0),
                                ("axis0", d.floats((6, 3)), 1, 0), ("int32", d.ints((3, 5), mx.int32, -9, 9), 4, -1),
-                               ("first", d.floats((4,)), 0, 0)):
+                               ("first", d.floats((4,)), 0, 0), ("long_odd", Data(kind + "Long").floats((3, 777)), 400, 1)):
         out.append(simple(name, kind, x, fn(x, kth, axis=axis), compare=f"partition:{kth}:{axis}", kth=iv(kth), axis=axis))
     c = Case("kth_from_value", "partition:2:0")
     x = d.floats((5,))

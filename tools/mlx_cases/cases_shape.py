@@ -52,6 +52,17 @@ def take_along_axis_cases():
         case("negative_indices", x, d.ints((3, 2), mx.int32, -4, 0), 1),
         case("uint32_indices_3d", d.floats((2, 3, 4)), d.ints((2, 3, 1), mx.uint32, 0, 4), 2),
         case("empty", x, d.ints((3, 0), mx.int32, 0, 4), 1),
+    ] + take_along_axis_gpu_shape_cases(case)
+
+
+def take_along_axis_gpu_shape_cases(case):
+    """Odd sizes, negative int64 indices, f16, rows that the GPU copies as vec4."""
+    d = Data("TakeAlongAxisGpuShapes")
+    return [
+        case("odd_sizes_negative_int64", d.floats((37, 129)), d.ints((37, 5), mx.int64, -129, 129), 1),
+        case("axis0_broadcast_x_f16", d.floats((1, 6, 3), mx.float16), d.ints((4, 6, 3), mx.int32, -1, 1), 0),
+        case("rows_vec4_axis0", d.floats((50, 16)), d.ints((7, 16), mx.int32, -50, 50), 0),
+        case("rows_vec4_broadcast_indices", d.floats((30, 8)), d.ints((9, 1), mx.int64, -30, 30), 0),
     ]
 
 
@@ -80,7 +91,26 @@ def take_cases():
     ix, ii = c.input(emb), c.input(mx.array([[5, 0], [2, 2]], mx.int32))
     c.node("TakeNode", x=ix, out=c.output(mx.take(emb, mx.array([[5, 0], [2, 2]]), 0)),
            index={"tid": ii, "kind": 2}, axis=0)
-    return out + [c]
+    return out + [c] + take_gpu_shape_cases()
+
+
+def take_gpu_shape_cases():
+    """Embedding lookups (rows copied as vec4 on the GPU) and odd sizes, negative ids."""
+    d = Data("TakeGpuShapes")
+    out = []
+    for name, x, idx, axis in (
+            ("embedding_1000x64_int64_ids", d.floats((1000, 64)), mx.array([[17, 999, -1], [0, -1000, 512]], mx.int64), 0),
+            ("embedding_f16_odd_dim", d.floats((257, 13), mx.float16), mx.array([3, -2, 256, 3, 0], mx.int64), 0),
+            ("odd_sizes_middle_axis", d.floats((3, 37, 5)), d.ints((2, 3), mx.int32, -37, 37), 1),
+            ("last_axis_negative_int64", d.floats((5, 129)), d.ints((11,), mx.int64, -129, 129), -1),
+            ("int32_rows_vec4", d.ints((9, 8), mx.int32, -50, 50), mx.array([8, -9, 4], mx.int32), 0)):
+        c = Case(name)
+        ix, ii = c.input(x), c.input(idx)
+        c.node("TakeNode", x=ix, out=c.output(mx.take(x, idx, axis)), index={"tid": ii, "kind": 2}, axis=axis)
+        out.append(c)
+    x = d.floats((6, 12), mx.float16)
+    out.append(simple("literal_row_f16", "TakeNode", x, mx.take(x, 3, 0), index={"literal": -3}, axis=0))
+    return out
 
 
 def squeeze_cases():
@@ -238,6 +268,25 @@ def gather_cases():
             hi = shape[a] - sizes[a] + 1
             lo = -hi + 1 if name == "negative_indices" else 0
             indices.append(d.ints(spec, mx.int32, lo, hi) if spec else mx.array(1, mx.int32))
+        c = Case(name)
+        ix = c.input(x)
+        iis = [c.input(i) for i in indices]
+        c.node("GatherNode", x=ix, indices=iis, out=c.output(gather_reference(x, indices, axes, sizes)),
+               axes=axes, slice_sizes=sizes)
+        out.append(c)
+    return out + gather_gpu_shape_cases()
+
+
+def gather_gpu_shape_cases():
+    """An embedding-style gather (rows as vec4 on the GPU), int64 and negative indices, odd sizes."""
+    d = Data("GatherGpuShapes")
+    out = []
+    for name, x, indices, axes, sizes in (
+            ("embedding_rows_int64", d.floats((1000, 64)), [mx.array([[5, -1], [999, -1000]], mx.int64)], [0], [1, 64]),
+            ("three_axes_odd_f16", d.floats((5, 7, 9), mx.float16),
+             [d.ints((3, 1), mx.int32, -5, 5), d.ints((1, 4), mx.int32, -7, 7), d.ints((4,), mx.int32, 0, 7)],
+             [0, 1, 2], [1, 1, 3]),
+            ("partial_rows_vec4", d.floats((6, 12)), [d.ints((5,), mx.int32, 0, 3)], [1], [6, 8])):
         c = Case(name)
         ix = c.input(x)
         iis = [c.input(i) for i in indices]
@@ -475,6 +524,28 @@ def scatter_add_cases():
         coords = list(np.indices(ishape))
         coords[a] = np.array(idx)
         expected = x.at[tuple(mx.array(c_.astype(np.int32)) for c_ in coords)].add(upd)
+        c = Case(name)
+        ix, ii, iu = c.input(x), c.input(idx), c.input(upd)
+        c.node("ScatterAddNode", x=ix, indices=ii, updates=iu, out=c.output(expected), axis=axis)
+        out.append(c)
+    return out + scatter_add_gpu_shape_cases()
+
+
+def scatter_add_gpu_shape_cases():
+    """Many duplicates, negative int64 indices, broadcast updates, odd sizes, f16."""
+    d = Data("ScatterAddGpuShapes")
+    out = []
+    for name, xshape, ishape, ushape, axis, dtype in (
+            ("duplicates_negative_int64", (7, 33), (40, 33), (40, 33), 0, mx.float32),
+            ("odd_f16_axis1", (5, 9, 3), (4, 20, 3), (4, 20, 3), 1, mx.float16),
+            ("broadcast_updates_uint32", (6, 10), (6, 25), (1, 25), -1, mx.uint32)):
+        x = d.any(xshape, dtype)
+        a = axis % len(xshape)
+        idx = d.ints(ishape, mx.int64, -xshape[a], xshape[a])
+        upd = d.any(ushape, dtype)
+        coords = list(np.indices(ishape))
+        coords[a] = np.array(idx) % xshape[a]
+        expected = x.at[tuple(mx.array(c_.astype(np.int32)) for c_ in coords)].add(mx.broadcast_to(upd, ishape))
         c = Case(name)
         ix, ii, iu = c.input(x), c.input(idx), c.input(upd)
         c.node("ScatterAddNode", x=ix, indices=ii, updates=iu, out=c.output(expected), axis=axis)

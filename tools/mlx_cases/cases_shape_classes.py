@@ -62,10 +62,6 @@ def cases():
     # Causal prefill of a new prompt length each step (Lq = Lkv).
     prefill_steps = [[d.floats((1, 4, n, 32)), d.floats((1, 2, n, 32)), d.floats((1, 2, n, 32))]
                      for n in (17, 18, 9, 37, 64)]
-    # Row reductions over a new row count every step (a workgroup per row), one strided step
-    # pattern too: sums of [n, 64] rows and over axis 0 of [n, 6]; softmax of [n, 40] rows.
-    sum_steps = [[d.floats((n, 64)), d.floats((n, 6))] for n in (3, 5, 8, 1, 13)]
-    softmax_steps = [[d.floats((n, 40))] for n in (2, 7, 4, 1, 9)]
 
     def rope(x, offset):
         return mx.fast.rope(x, 64, traditional=False, base=10000.0, scale=1.0, offset=offset)
@@ -79,15 +75,7 @@ def cases():
         out[:, :, start:stop, :] = update
         return out
 
-    def sum_both(c, refs):
-        c.node("SumNode", x=refs[0], out=c.output(mx.sum(sum_steps[0][0], axis=-1)), axes=[-1], keepdims=False)
-        c.node("SumNode", x=refs[1], out=c.output(mx.sum(sum_steps[0][1], axis=0)), axes=[0], keepdims=False)
-        return lambda rows, cols: (mx.sum(rows, axis=-1), mx.sum(cols, axis=0))
-
-    return {
-        "SumNode": [stepped("sum_rows", {0: [0], 1: [0]}, sum_steps, sum_both)],
-        "SoftmaxNode": [simple("softmax_rows", "SoftmaxNode", {0: [0]}, softmax_steps, lambda x: mx.softmax(x, -1),
-                               lambda r, out: {"x": r[0], "out": out, "axis": -1, "precise": False})],
+    out = {
         "AddNode": [simple("add_rows", "AddNode", {0: [0]}, add_rows, lambda a, b: a + b,
                            lambda r, out: {"a": r[0], "b": r[1], "out": out})],
         "ExpNode": [simple("exp", "ExpNode", {0: [0, 1]}, exp_steps, mx.exp, lambda r, out: {"x": r[0], "out": out})],
@@ -117,4 +105,56 @@ def cases():
                    lambda r, out: {"q": r[0], "k": r[1], "v": r[2], "out": out, "scale": 0.125}),
             simple("sdpa_causal_prefill", "SdpaNode", {0: [2], 1: [2], 2: [2]}, prefill_steps, attention(True),
                    lambda r, out: {"q": r[0], "k": r[1], "v": r[2], "out": out, "scale": 0.125, "causal": True})],
+    }
+    out.update(indexing_cases())
+    out.update(reduction_cases())
+    return out
+
+
+def reduction_cases():
+    """Row reductions over a new row count every step (a workgroup per row) with a strided one
+    (over axis 0 of [n, 6]) in the same program, and softmax over a new row count."""
+    d = Data("ShapeClassesReductions")
+    sum_steps = [[d.floats((n, 64)), d.floats((n, 6))] for n in (3, 5, 8, 1, 13)]
+    softmax_steps = [[d.floats((n, 40))] for n in (2, 7, 4, 1, 9)]
+
+    def sums(c, refs):
+        c.node("SumNode", x=refs[0], out=c.output(mx.sum(sum_steps[0][0], axis=-1)), axes=[-1], keepdims=False)
+        c.node("SumNode", x=refs[1], out=c.output(mx.sum(sum_steps[0][1], axis=0)), axes=[0], keepdims=False)
+        return lambda rows, cols: (mx.sum(rows, axis=-1), mx.sum(cols, axis=0))
+
+    return {
+        "SumNode": [stepped("sum_rows", {0: [0], 1: [0]}, sum_steps, sums)],
+        "SoftmaxNode": [simple("softmax_rows", "SoftmaxNode", {0: [0]}, softmax_steps, lambda x: mx.softmax(x, -1),
+                               lambda r, out: {"x": r[0], "out": out, "axis": -1, "precise": False})],
+    }
+
+
+def indexing_cases():
+    """The embedding lookup of a prompt then of decode steps, a scatter of a changing number of
+    updates, sorts of lines of a new length and count, a convolution of a new image size."""
+    d = Data("ShapeClassesIndexing")
+    table = d.floats((50, 16))
+    take_steps = [[table, d.ints((t,), mx.int64, -50, 50)] for t in (5, 1, 3, 1, 7)]
+    scatter_steps = [[d.floats((6, 8)), d.ints((t, 8), mx.int32, -6, 6), d.floats((t, 8))] for t in (4, 9, 1, 12)]
+    sort_steps = [[d.floats(s)] for s in ((3, 37), (2, 100), (4, 5), (1, 250), (6, 64))]
+    conv_weight = d.floats((5, 3, 3, 4), lo=-0.5, hi=0.5)
+    conv_steps = [[d.floats(s), conv_weight] for s in ((1, 9, 7, 4), (1, 12, 5, 4), (2, 6, 6, 4), (1, 3, 17, 4))]
+
+    def scatter_add(x, idx, upd):
+        coords = list(mx.meshgrid(mx.arange(idx.shape[0]), mx.arange(idx.shape[1]), indexing="ij"))
+        coords[0] = idx % x.shape[0]
+        return x.at[tuple(coords)].add(upd)
+
+    conv = lambda x, w: mx.conv2d(x, w, stride=(2, 1), padding=(1, 1))
+    return {
+        "TakeNode": [simple("embedding_tokens", "TakeNode", {1: [0]}, take_steps, lambda t, i: mx.take(t, i, 0),
+                            lambda r, out: {"x": r[0], "out": out, "index": {"tid": r[1], "kind": 2}, "axis": 0})],
+        "ScatterAddNode": [simple("scatter_add_rows", "ScatterAddNode", {1: [0], 2: [0]}, scatter_steps, scatter_add,
+                                  lambda r, out: {"x": r[0], "indices": r[1], "updates": r[2], "out": out, "axis": 0})],
+        "ArgsortNode": [simple("argsort_lines", "ArgsortNode", {0: [0, 1]}, sort_steps, lambda x: mx.argsort(x, axis=1),
+                               lambda r, out: {"x": r[0], "out": out, "axis": 1})],
+        "Conv2DNode": [simple("conv2d_image_size", "Conv2DNode", {0: [0, 1, 2]}, conv_steps, conv,
+                              lambda r, out: {"x": r[0], "w": r[1], "out": out, "stride_h": 2, "stride_w": 1,
+                                              "padding_h": 1, "padding_w": 1, "groups": 1})],
     }

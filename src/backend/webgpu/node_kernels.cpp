@@ -63,6 +63,13 @@ class FieldCollector {
     if (v.is_vid) return attribute(name, kernel::Value(int64_t{ctx_.int_value(v.vid)}));
     (*this)(name, v.tid, role);
   }
+  // An int, a value slot or a tensor (Take's index): the tensor is the input of that name, an int
+  // the attribute of that name (a literal clamped to int32, as the CPU reference reads it).
+  void operator()(std::string_view name, const ir::IntOrVidOrTid& v, ir::FieldRole role) {
+    if (v.kind == ir::IntOrVidOrTid::Tensor) return (*this)(name, v.tid, role);
+    const int32_t i = v.kind == ir::IntOrVidOrTid::Value ? ctx_.int_value(v.vid) : runtime::clamp_to_int32(v.literal);
+    attribute(name, kernel::Value(int64_t{i}));
+  }
   void operator()(std::string_view name, const std::vector<ir::IntOrVid>& v, ir::FieldRole) {
     kernel::List list;
     for (int32_t e : ctx_.resolve(v)) list.emplace_back(int64_t{e});
@@ -214,12 +221,10 @@ class FieldMappingCheck {
         }
     if (!found) fail(name, "is a list of tensors, and the spec declares no list of that name (\"list\": N)");
   }
-  // Both forms: the attribute (a value slot) and the optional input (a tensor) of that name.
-  void operator()(std::string_view name, const ir::VidOrTid&, ir::FieldRole role) {
-    const kernel::TensorSpec* t = spec_.input(name);
-    if (!spec_.attribute(name) || !t || !t->optional || role != ir::FieldRole::Read)
-      fail(name, "is a value slot or a tensor, and the spec lacks the attribute or the optional input of that name");
-  }
+  // A field that is a tensor or an int at run time (a value slot, a literal): the spec needs an
+  // optional input and an attribute of that name.
+  void operator()(std::string_view name, const ir::VidOrTid&, ir::FieldRole role) { expect_tensor_or_int(name, role); }
+  void operator()(std::string_view name, const ir::IntOrVidOrTid&, ir::FieldRole role) { expect_tensor_or_int(name, role); }
   template <class T>
   void operator()(std::string_view name, const std::optional<T>&, ir::FieldRole role) {
     (*this)(name, T{}, role);
@@ -239,6 +244,11 @@ class FieldMappingCheck {
   }
 
  private:
+  void expect_tensor_or_int(std::string_view name, ir::FieldRole role) const {
+    const kernel::TensorSpec* t = spec_.input(name);
+    if (!t || !t->optional || !t->list.empty() || !spec_.attribute(name) || role != ir::FieldRole::Read)
+      fail(name, "is an int or a tensor, and the spec lacks an optional input or an attribute of that name");
+  }
   std::string where() const { return spec_.qualified_name() + " (" + spec_.file + ")"; }
   [[noreturn]] void fail(std::string_view field, const std::string& what) const {
     throw Error(ErrorCode::InvalidFormat, where() + ": IR field '" + std::string(field) + "' " + what);

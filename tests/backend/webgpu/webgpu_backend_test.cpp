@@ -58,6 +58,8 @@ class KernelsWith {
     std::filesystem::copy(std::string(WGML_SOURCE_DIR) + "/kernels", dir_, std::filesystem::copy_options::recursive);
     std::ofstream(dir_ / relative_path) << text;
   }
+  // Leaves a file of kernels/ out of the copy.
+  void remove(const std::string& relative_path) const { std::filesystem::remove(dir_ / relative_path); }
   ~KernelsWith() { std::filesystem::remove_all(dir_); }
   std::string error_creating_a_backend() const {
     GpuOptions options;
@@ -97,11 +99,33 @@ TEST_F(WebGpuBackendTest, ASpecThatDoesNotTakeTheNodesFieldsIsAnErrorNamingBoth)
               ::testing::HasSubstr("IR field 'x' is a tensor, and the spec has no input of that name"));
 }
 
+// TakeNode's `index` is an int or a tensor at run time: a spec must take both, as an optional
+// input and an attribute of that name.
+TEST_F(WebGpuBackendTest, AnIntOrTensorFieldNeedsAnOptionalInputAndAnAttributeOfItsName) {
+  const KernelsWith kernels("specs/mlx/Take.json", R"json({
+    "domain": "mlx", "name": "Take",
+    "inputs": { "x": { "dtype": "T" }, "index": { "dtype": "int32", "optional": true } },
+    "outputs": { "out": { "dtype": "T", "shape": "shapes.x" } },
+    "attributes": { "axis": {} },
+    "typeConstraints": { "T": ["float32"] },
+    "tunables": { "WORKGROUP_SIZE": { "default": 64 } },
+    "variants": [ { "id": "main", "passes": [ { "id": "copy", "shader": "copy.wgsl.jinja",
+      "bindings": [ { "arg": "x", "name": "src" }, { "arg": "out", "name": "dst" }, "params" ],
+      "dispatch": { "workgroups": "1" } } ] } ],
+    "bindings": { "params": { "struct": [ { "name": "count", "type": "u32", "value": "1" } ] } }
+  })json");
+  kernels.remove("specs/mlx/indexed-gather.json");  // the real Take
+  EXPECT_THAT(kernels.error_creating_a_backend(),
+              ::testing::HasSubstr("IR field 'index' is an int or a tensor, and the spec lacks an optional input or an "
+                                   "attribute of that name"));
+}
+
 TEST_F(WebGpuBackendTest, ADecompositionIntoOpsWithoutSpecsIsAnError) {
   const KernelsWith kernels("decompositions/bad.json", R"json({
     "domain": "mlx", "decompositions": { "Sort": { "input": "x", "output": "out",
       "steps": [ { "op": "Argsort", "inputs": { "x": "previous" } } ] } }
   })json");
+  kernels.remove("specs/mlx/sort.json");  // Sort and Argsort have kernels there
   EXPECT_THAT(kernels.error_creating_a_backend(),
               ::testing::HasSubstr("mlx.Sort: decompositions.Sort.steps[0]: 'Argsort' has no kernel spec"));
 }
