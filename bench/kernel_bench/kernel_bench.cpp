@@ -363,6 +363,46 @@ OpCase conv2d_case() {
   return c;
 }
 
+// Reductions of the rows and columns of x and a softmax of 4096 rows of 4096: the traffic is the
+// input read once and the output written once (the softmax's reading its row twice is its cost).
+void add_reduction_cases(std::vector<OpCase>& cases, const Tensor& x) {
+  const int64_t rows = x.dim(0), cols = x.dim(1);
+  for (const int64_t axis : {int64_t(-1), int64_t(0)}) {
+    const int64_t outputs = axis == 0 ? cols : rows;
+    const double bytes = 4.0 * (x.numel() + outputs);
+    OpCase c{"Sum f32 [n/4096, 4096] over " + std::string(axis == 0 ? "axis 0" : "the last axis"),
+             "Sum",
+             {{"x", x}},
+             {{"axes", kernel::Value::int_list({axis})}, {"keepdims", kernel::Value(false)}},
+             bytes,
+             computed_once([=] {
+               std::vector<double> sums(static_cast<size_t>(outputs));
+               for (int64_t k = 0; k < x.numel(); ++k) sums[axis == 0 ? k % cols : k / cols] += at(x, k);
+               return sums;
+             })};
+    c.copy_bytes = static_cast<uint64_t>(bytes / 2);
+    cases.push_back(std::move(c));
+  }
+  const int64_t side = 4096;
+  const Tensor logits = random_floats(DType::Float32, {side, side}, 12);
+  cases.push_back({"Softmax f32 [4096, 4096] over the last axis",
+                   "Softmax",
+                   {{"x", logits}},
+                   {{"axis", kernel::Value(int64_t{-1})}, {"precise", kernel::Value(false)}},
+                   8.0 * side * side,
+                   computed_once([=] {
+                     std::vector<double> out(static_cast<size_t>(logits.numel()));
+                     for (int64_t r = 0; r < side; ++r) {
+                       double greatest = -INFINITY, total = 0;
+                       for (int64_t i = 0; i < side; ++i) greatest = std::max(greatest, at(logits, r * side + i));
+                       for (int64_t i = 0; i < side; ++i)
+                         total += out[r * side + i] = std::exp(at(logits, r * side + i) - greatest);
+                       for (int64_t i = 0; i < side; ++i) out[r * side + i] /= total;
+                     }
+                     return out;
+                   })});
+}
+
 std::vector<OpCase> op_cases(const Options& o) {
   const int64_t n = static_cast<int64_t>(o.mib << 20) / 4;  // float32 elements per input
   const int64_t side = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
@@ -382,6 +422,7 @@ std::vector<OpCase> op_cases(const Options& o) {
   cases.push_back({"Exp f32 [n]", "Exp", {{"x", a}}, {}, 8.0 * n, [=](int64_t k) { return std::exp(at(a, k)); }});
   cases.push_back(
       {"Multiply f16 [n] * [n]", "Multiply", {{"a", h}, {"b", g}}, {}, 6.0 * n, [=](int64_t k) { return at(h, k) * at(g, k); }});
+  add_reduction_cases(cases, a.reshaped({rows, cols}));
   cases.push_back({"Transpose f32 [s, s]",
                    "Transpose",
                    {{"x", square}},

@@ -75,7 +75,11 @@ def softmax_cases():
                                    ("f16_precise", d.floats((2, 9), mx.float16, -5, 5), -1, True),
                                    ("bf16", d.floats((3, 5), mx.bfloat16, -5, 5), 1, False),
                                    ("neg_inf", mx.array([[0.0, -float("inf"), 1.0], [-float("inf"), 2.0, 2.0]]), -1, False),
-                                   ("middle_axis", d.floats((2, 3, 4)), 1, True)):
+                                   ("middle_axis", d.floats((2, 3, 4)), 1, True),
+                                   ("long_rows", d.floats((4, 4096), lo=-8, hi=8), -1, False),
+                                   ("odd_rows", d.floats((3, 1023), lo=-8, hi=8), -1, False),
+                                   ("axis0", d.floats((300, 7)), 0, False),
+                                   ("f16_long_rows", d.floats((2, 3000), mx.float16, -5, 5), -1, False)):
         c = Case(name)
         ix = c.input(x)
         c.node("SoftmaxNode", x=ix, out=c.output(mx.softmax(x, axis, precise=precise)), axis=axis, precise=precise)

@@ -1,4 +1,5 @@
-"""Randomised cases: seeded random ranks, dims and dtypes for element-wise, fill and layout nodes.
+"""Randomised cases: seeded random ranks, dims and dtypes for element-wise, fill, layout,
+reduction and scan nodes.
 
 Every node draws from its own numpy Generator, seeded by a CRC of the node name, so the files are
 reproducible and adding a node leaves the other nodes' cases unchanged. Cases are named
@@ -410,6 +411,71 @@ def index_copy(name, rng, x, k):
     return c
 
 
+# ---- reductions and scans -----------------------------------------------------------------------
+
+ORDERED = (F32, F16, I32, U32, I8, U8, BOOL)
+AXES_REDUCTIONS = {  # node: (MLX function, dtypes, float range)
+    "SumNode": (mx.sum, (F32, F16, I32, BOOL), (-2, 2)), "ProdNode": (mx.prod, (F32, F16, I32), (0.5, 1.5)),
+    "MeanNode": (mx.mean, (F32, F16, I32), (-2, 2)), "MaxNode": (mx.max, ORDERED, (-4, 4)),
+    "MinNode": (mx.min, ORDERED, (-4, 4)), "AnyNode": (mx.any, ORDERED, (-1, 1)), "AllNode": (mx.all, ORDERED, (-1, 1)),
+    "VarNode": (mx.var, FLOAT, (-2, 2)), "StdNode": (mx.std, FLOAT, (-2, 2)), "LogSumExpNode": (mx.logsumexp, FLOAT, (-4, 4)),
+}
+
+
+def reduction_shape(rng, min_rank=0):
+    """A random shape without zero dims (MLX can deadlock reducing one), its last dim long (32 to
+    300, a workgroup per row) two times in five."""
+    shape = random_shape(rng, min_rank, 4, empty_ok=False)
+    if shape and rng.random() < 0.4:
+        shape[-1] = int(rng.integers(32, 301))
+    return shape
+
+
+def reduction_values(rng, shape, dtype, lo, hi):
+    """Floats in [lo, hi], integers over their whole range (sums and products wrap)."""
+    return values(rng, shape, dtype, lo, hi) if dtype in FLOAT else full_range(rng, shape, dtype)
+
+
+def axes_reduction(kind):
+    fn, dtypes, (lo, hi) = AXES_REDUCTIONS[kind]
+
+    def make(name, rng, dtype, k):
+        x = reduction_values(rng, reduction_shape(rng), dtype, lo, hi)
+        axes = [d - x.ndim if rng.random() < 0.5 else d for d in range(x.ndim) if rng.random() < 0.5]
+        keep = bool(rng.random() < 0.5)
+        extra = {"ddof": int(rng.integers(0, 3))} if kind in ("VarNode", "StdNode") else {}
+        # An empty list reduces everything, except for LogSumExp, whose axes ExecuTorch passes as they are.
+        axis = axes if axes or kind == "LogSumExpNode" else None
+        return simple(name, kind, x, fn(x, axis=axis, keepdims=keep, **extra), axes=axes, keepdims=keep, **extra)
+    return sweep(kind, dtypes, make)
+
+
+def arg_reduction(kind, fn):
+    def make(name, rng, dtype, k):
+        x = reduction_values(rng, reduction_shape(rng, 1), dtype, -4, 4)
+        axis, keep = axis_of(rng, x.ndim), bool(rng.random() < 0.5)
+        return simple(name, kind, x, fn(x, axis=axis, keepdims=keep), axis=axis, keepdims=keep)
+    return sweep(kind, ORDERED, make)
+
+
+def softmax():
+    def make(name, rng, dtype, k):
+        x = values(rng, reduction_shape(rng, 1), dtype, -6, 6)
+        axis, precise = axis_of(rng, x.ndim), bool(rng.random() < 0.5)
+        return simple(name, "SoftmaxNode", x, mx.softmax(x, axis, precise=precise), axis=axis, precise=precise)
+    return sweep("SoftmaxNode", FLOAT, make)
+
+
+def cumsum():
+    # Positive floats: a float32 running sum that crosses zero is off by ulps of its largest value.
+    def make(name, rng, dtype, k):
+        x = reduction_values(rng, reduction_shape(rng, 1), dtype, 0, 2)
+        axis, rev, inc = axis_of(rng, x.ndim), bool(rng.random() < 0.5), bool(rng.random() < 0.5)
+        return simple(name, "CumsumNode", x, mx.cumsum(x, axis=axis, reverse=rev, inclusive=inc), axis=axis, reverse=rev,
+                      inclusive=inc)
+    return sweep("CumsumNode", (F32, F16, I32, U32, BOOL), make)
+
+
 # ---- registry ----------------------------------------------------------------------------------
 
 SIGNED_ONLY = ("AbsNode", "NegNode", "SignNode")  # no uint32: these are about the sign
@@ -445,4 +511,10 @@ def cases():
     out["PadNode"] = layout("PadNode", pad, min_rank=1)
     out["SliceUpdateNode"] = layout("SliceUpdateNode", slice_update, min_rank=1)
     out["IndexCopyNode"] = layout("IndexCopyNode", index_copy, min_rank=1)
+    for kind in AXES_REDUCTIONS:
+        out[kind] = axes_reduction(kind)
+    out["ArgmaxNode"] = arg_reduction("ArgmaxNode", mx.argmax)
+    out["ArgminNode"] = arg_reduction("ArgminNode", mx.argmin)
+    out["SoftmaxNode"] = softmax()
+    out["CumsumNode"] = cumsum()
     return out

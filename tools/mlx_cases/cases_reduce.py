@@ -13,6 +13,29 @@ def simple(name, kind, x, expected, compare="close", **attrs):
     return c
 
 
+def long_special_rows():
+    """Three rows of 40: one with a NaN, one with both infinities, one with a signed zero."""
+    rows = np.random.RandomState(40).uniform(-2, 2, (3, 40)).astype(np.float32)
+    rows[0, 29] = np.nan
+    rows[1, 3], rows[1, 38] = np.inf, -np.inf
+    rows[2, 17] = -0.0
+    return mx.array(rows)
+
+
+def tall_nan_columns():
+    """[1000, 2]: column 0 has NaNs at rows 700 and 900, column 1 none."""
+    x = np.random.RandomState(1000).uniform(-2, 2, (1000, 2)).astype(np.float32)
+    x[700, 0] = x[900, 0] = np.nan
+    return mx.array(x)
+
+
+def huge_nan_rows():
+    """[2, 40000]: row 0 has NaNs at 25000 and 30000, in different chunks; row 1 none."""
+    x = np.random.RandomState(40000).uniform(-2, 2, (2, 40000)).astype(np.float32)
+    x[0, 25000] = x[0, 30000] = np.nan
+    return mx.array(x)
+
+
 def axes_reduction_cases(kind, fn, extra=None):
     """fn(x, axes or None, keepdims) -> MLX result; an empty axes list reduces everything."""
     d = Data(kind)
@@ -29,7 +52,26 @@ def axes_reduction_cases(kind, fn, extra=None):
             ("bool", d.ints((3, 4), mx.bool_), [1], False),
             ("int32", d.ints((2, 7), mx.int32, -1000, 1000), [], True),
             ("special_values", special_floats().reshape(2, 5), [1], False),
-            ("transposed", d.floats((3, 4)), [0], False)):
+            ("transposed", d.floats((3, 4)), [0], False),
+            # Rows long enough for a workgroup per row: vec4 loads, odd lengths, special values.
+            ("long_row", d.floats((3, 1500)), [-1], False),
+            ("odd_row", d.floats((5, 1023)), [1], True),
+            ("short_odd_row", d.floats((4, 37)), [1], False),
+            ("f16_long_row", d.floats((2, 2000), mx.float16), [-1], False),
+            ("special_long_row", long_special_rows(), [1], False),
+            ("int32_long_row", d.ints((3, 1001), mx.int32, -1000, 1000), [1], False),
+            ("bool_long_row", d.ints((2, 300), mx.bool_), [1], False),
+            # Strided: a leading axis, all axes of a 3-d tensor, outer and inner axes.
+            ("axis0", d.floats((300, 7)), [0], False),
+            ("all_3d", d.floats((3, 5, 7)), [], False),
+            ("outer_inner_axes", d.floats((3, 5, 7)), [0, 2], True),
+            # Few outputs, long leading reductions: chunks of the leading axis, partials merged.
+            ("tall_axis0", d.floats((1200, 3)), [0], False),
+            ("tall_outer_inner_axes", d.floats((300, 3, 4)), [0, 2], True),
+            # A few very long rows: chunks of workgroups, partials merged. Positive values: MLX's
+            # float32 sum of 20000 values of both signs is off by more than the tolerance.
+            ("huge_rows", d.floats((2, 20000), lo=0, hi=1), [-1], False),
+            ("huge_all", d.floats((300, 70), lo=0, hi=1), [], False)):
         if name == "transposed":
             c = Case(name)
             ix, t = c.input(x), c.temp()
@@ -66,6 +108,11 @@ def reduction_cases():
                                           {"ddof": 1})[:3]
         for c in out[kind][-3:]:
             c.name += "_ddof1"
+        # ddof reaching the count: MLX divides by max(count - ddof, 0).
+        d = Data(kind)
+        for ddof, x in ((2, d.floats((3, 2))), (3, d.floats((3, 2))), (1, d.floats((4, 1)))):
+            out[kind].append(simple(f"ddof{ddof}_of_{x.shape[1]}", kind, x, fn(x, axis=1, ddof=ddof), axes=[1],
+                                    keepdims=False, ddof=ddof))
     # LogSumExp passes its axes as they are: an empty list reduces nothing.
     lse = lambda x, a, k: mx.logsumexp(x, axis=a if a else [], keepdims=k)
     out["LogSumExpNode"] = axes_reduction_cases("LogSumExpNode", lse)
@@ -89,7 +136,18 @@ def arg_reduction_cases(kind, fn):
     return [simple(name, kind, x, fn(x, axis=axis, keepdims=keep), axis=axis, keepdims=keep) for name, x, axis, keep in (
         ("f32", d.floats((3, 5)), 1, False), ("axis0_keepdims", d.floats((4, 2)), 0, True),
         ("ties_first", ties, -1, False), ("nan", special_floats().reshape(2, 5), 1, False),
-        ("int8", d.ints((2, 6), mx.int8, -100, 100), 1, False), ("bf16_3d", d.floats((2, 3, 4), mx.bfloat16), -2, False))]
+        ("int8", d.ints((2, 6), mx.int8, -100, 100), 1, False), ("bf16_3d", d.floats((2, 3, 4), mx.bfloat16), -2, False),
+        ("long_row", d.floats((3, 1500)), -1, False), ("odd_row", d.floats((5, 1023)), 1, True),
+        ("f16_long_row", d.floats((2, 2000), mx.float16), -1, False), ("axis0", d.floats((300, 7)), 0, False),
+        ("nan_long_row", long_special_rows(), 1, False),
+        # Many ties across a workgroup's threads: the first index wins.
+        ("ties_long_row", d.ints((4, 1000), mx.int32, -3, 3), -1, False),
+        ("ties_axis0", d.ints((200, 5), mx.int32, -2, 2), 0, False),
+        # Chunks of a tall axis 0 merged: ties and NaNs across chunks go to the first index.
+        ("tall_ties_axis0", d.ints((1500, 3), mx.int32, -2, 2), 0, False),
+        ("tall_nan_axis0", tall_nan_columns(), 0, True),
+        ("huge_ties_row", d.ints((1, 40000), mx.int32, -2, 2), -1, False),
+        ("huge_nan_rows", huge_nan_rows(), -1, False))]
 
 
 def cumsum_cases():
@@ -99,7 +157,15 @@ def cumsum_cases():
         ("inclusive", d.floats((3, 5)), 1, False, True), ("exclusive", d.floats((4, 2)), 0, False, False),
         ("reverse", d.floats((2, 6)), -1, True, True), ("reverse_exclusive", d.floats((5,)), 0, True, False),
         ("int8", d.ints((2, 8), mx.int8, -100, 100), 1, False, True), ("bool", d.ints((6,), mx.bool_), 0, False, True),
-        ("f16", d.floats((3, 9), mx.float16), 1, False, True), ("empty", d.floats((0, 3)), 0, False, True))]
+        ("f16", d.floats((3, 9), mx.float16), 1, False, True), ("empty", d.floats((0, 3)), 0, False, True),
+        # Long float32 rows of positive values: a running sum of mixed signs crosses zero with an
+        # absolute error of a few ulps of its largest value (MLX's own, summing in order).
+        ("long_row", d.floats((3, 1500), lo=0, hi=1), -1, False, True),
+        ("odd_row_reverse_exclusive", d.floats((2, 1023), lo=0, hi=1), 1, True, False),
+        ("axis0", d.floats((300, 7)), 0, False, True), ("middle_axis_reverse", d.floats((3, 50, 4)), 1, True, True),
+        ("int32_long_row", d.ints((2, 3000), mx.int32, -1000, 1000), -1, False, True),
+        # float16 sums stall where MLX's running float16 sum does (2048 + 1 == 2048).
+        ("f16_long_row", d.floats((2, 3000), mx.float16, 0, 1), -1, False, True))]
 
 
 def sort_cases(kind, fn):

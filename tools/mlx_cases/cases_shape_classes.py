@@ -14,7 +14,8 @@ PREFIX = "shape_classes_"
 def stepped(name, dynamic, steps, build):
     """steps: one list of inputs (MLX arrays, or ints for value inputs) per run; inputs of
     `dynamic` (input index: dims) have dynamic dims. build(c, refs) adds the nodes (expecting the
-    first step's output) and returns the function that gives a step's expected output."""
+    first step's outputs) and returns the function that gives a step's expected output (a tuple for
+    several)."""
     c = Case(PREFIX + name)
     refs = [c.input(a, dynamic_dims=dynamic.get(k, ())) if not isinstance(a, int) else c.int_input(a)
             for k, a in enumerate(steps[0])]
@@ -22,7 +23,8 @@ def stepped(name, dynamic, steps, build):
     for k, inputs in enumerate(steps):
         if k == 0:
             continue
-        c.add_step(inputs, [fn(*inputs)])
+        outputs = fn(*inputs)
+        c.add_step(inputs, list(outputs) if isinstance(outputs, tuple) else [outputs])
     return c
 
 
@@ -105,7 +107,27 @@ def cases():
                    lambda r, out: {"q": r[0], "k": r[1], "v": r[2], "out": out, "scale": 0.125, "causal": True})],
     }
     out.update(indexing_cases())
+    out.update(reduction_cases())
     return out
+
+
+def reduction_cases():
+    """Row reductions over a new row count every step (a workgroup per row) with a strided one
+    (over axis 0 of [n, 6]) in the same program, and softmax over a new row count."""
+    d = Data("ShapeClassesReductions")
+    sum_steps = [[d.floats((n, 64)), d.floats((n, 6))] for n in (3, 5, 8, 1, 13)]
+    softmax_steps = [[d.floats((n, 40))] for n in (2, 7, 4, 1, 9)]
+
+    def sums(c, refs):
+        c.node("SumNode", x=refs[0], out=c.output(mx.sum(sum_steps[0][0], axis=-1)), axes=[-1], keepdims=False)
+        c.node("SumNode", x=refs[1], out=c.output(mx.sum(sum_steps[0][1], axis=0)), axes=[0], keepdims=False)
+        return lambda rows, cols: (mx.sum(rows, axis=-1), mx.sum(cols, axis=0))
+
+    return {
+        "SumNode": [stepped("sum_rows", {0: [0], 1: [0]}, sum_steps, sums)],
+        "SoftmaxNode": [simple("softmax_rows", "SoftmaxNode", {0: [0]}, softmax_steps, lambda x: mx.softmax(x, -1),
+                               lambda r, out: {"x": r[0], "out": out, "axis": -1, "precise": False})],
+    }
 
 
 def indexing_cases():

@@ -1,4 +1,5 @@
 // Reductions over a set of axes (empty = all), with keepdims; arg-reductions along one axis.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -108,11 +109,12 @@ double min_of(const std::vector<double>& v) {
   for (double x : v) m = std::isnan(x) || std::isnan(m) ? NAN : std::min(m, x);
   return m;
 }
+// MLX divides by max(count - ddof, 0): inf (NaN for a zero sum) once ddof reaches the count.
 double variance(const std::vector<double>& v, int ddof) {
   const double m = mean(v);
   double s = 0;
   for (double x : v) s += (x - m) * (x - m);
-  return s / static_cast<double>(static_cast<int64_t>(v.size()) - ddof);
+  return s / static_cast<double>(std::max<int64_t>(static_cast<int64_t>(v.size()) - ddof, 0));
 }
 double logsumexp(const std::vector<double>& v) {
   const double m = max_of(v);
@@ -128,9 +130,16 @@ void sum_node(const ir::SumNode& n, ExecContext& ctx) {
     return ctx.set_tensor(n.out, reduce<int64_t>(x, n.axes, n.keepdims, sum_result(x.dtype()), sum_int));
   ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, sum_result(x.dtype()), sum));
 }
+// MLX's mean of integers divides their sum, wrapped to the sum's dtype, by the count.
 void mean_node(const ir::MeanNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, float_result(x.dtype()), mean));
+  if (is_floating(x.dtype())) return ctx.set_tensor(n.out, reduce(x, n.axes, n.keepdims, x.dtype(), mean));
+  const DType sum_type = sum_result(x.dtype());
+  ctx.set_tensor(n.out, reduce<int64_t>(x, n.axes, n.keepdims, DType::Float32, [sum_type](const std::vector<int64_t>& v) {
+                   uint8_t wrapped[8];
+                   store_int64(sum_type, wrapped, 0, sum_int(v));
+                   return static_cast<double>(load_as_int64(sum_type, wrapped, 0)) / static_cast<double>(v.size());
+                 }));
 }
 void prod_node(const ir::ProdNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
