@@ -11,7 +11,7 @@ namespace {
 
 // The names templates see besides the spec's namespaces and derived values.
 const std::vector<std::string>& template_globals() {
-  static const std::vector<std::string> names = {"bindings", "paramFields", "pass", "entryPoint", "usesF16"};
+  static const std::vector<std::string> names = {"bindings", "paramFields", "pass", "entryPoint", "usesF16", "bf16Outputs"};
   return names;
 }
 

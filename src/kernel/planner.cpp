@@ -608,12 +608,21 @@ class Planner {
                {"paramFields", Value(param_fields)},
                {"pass", Value(Object{{"id", Value(pass.id)}, {"name", Value(pass.name)}, {"variant", Value(variant.id)}})},
                {"entryPoint", Value(pass.entry_point)},
-               {"usesF16", Value(uses_f16)}},
+               {"usesF16", Value(uses_f16)},
+               {"bf16Outputs", Value(writes_bfloat16(out.bindings, plan))}},
         &scope);
     out.wgsl = render(pass, context);
     for (const DeriveScope* layer : {layers.spec, layers.variant, static_cast<const DeriveScope*>(&scope)})
       layer->append_all(out.derived);
     return out;
+  }
+
+  // Whether the pass writes a bfloat16 output (stored widened to f32): its template rounds what it
+  // stores with wgml_out (common/prelude.wgsl.jinja).
+  static bool writes_bfloat16(const std::vector<PlanBinding>& bindings, const KernelPlan& plan) {
+    return std::any_of(bindings.begin(), bindings.end(), [&](const PlanBinding& b) {
+      return b.role == BindingRole::Output && plan.tensor(b.tensor)->dtype == DType::BFloat16;
+    });
   }
 
   // The pass's WGSL: from the render cache when its template read the same values before.

@@ -28,6 +28,9 @@ std::optional<StorageType> default_storage(DType dtype) {
       return StorageType{dtype, StorageKind::Native, "f32"};
     case DType::Float16:
       return StorageType{dtype, StorageKind::Native, "f16"};
+    // Exactly representable in f32; kernels round what they store to bfloat16 (bf16Outputs).
+    case DType::BFloat16:
+      return StorageType{dtype, StorageKind::Widened, "f32"};
     case DType::Int32:
       return StorageType{dtype, StorageKind::Native, "i32"};
     case DType::UInt32:

@@ -20,12 +20,12 @@ TEST(SpecStorage, DefaultStorageFollowsTheDesign) {
     EXPECT_EQ(default_storage(dtype)->kind, StorageKind::Native);
   }
   const std::pair<DType, const char*> widened[] = {
-      {DType::Int8, "i32"}, {DType::Int16, "i32"}, {DType::UInt8, "u32"}, {DType::Bool, "u32"}};
+      {DType::Int8, "i32"}, {DType::Int16, "i32"}, {DType::UInt8, "u32"}, {DType::Bool, "u32"}, {DType::BFloat16, "f32"}};
   for (const auto& [dtype, scalar] : widened) {
     EXPECT_EQ(default_storage(dtype)->scalar, scalar);
     EXPECT_EQ(default_storage(dtype)->kind, StorageKind::Widened);
   }
-  for (DType none : {DType::Float64, DType::BFloat16}) EXPECT_FALSE(default_storage(none).has_value());
+  EXPECT_FALSE(default_storage(DType::Float64).has_value());
   EXPECT_EQ(default_storage(DType::Int64), (StorageType{DType::Int64, StorageKind::Narrowed, "i32"}));
 }
 

@@ -143,7 +143,8 @@ TEST_P(PteFixtureOnTheGpu, RunsEntirelyOnTheGpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealExports, PteFixtureOnTheGpu,
-                         ::testing::Values("elementwise_layout", "attention_block", "linear_act", "kv_cache", "dynamic_seq"),
+                         ::testing::Values("elementwise_layout", "attention_block", "linear_act", "linear_bf16", "kv_cache",
+                                           "dynamic_seq"),
                          [](const auto& info) { return info.param; });
 
 // Random float32 values in [-1, 1) from a fixed seed.

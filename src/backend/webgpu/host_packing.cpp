@@ -45,6 +45,11 @@ std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& sto
     if (n > 0) std::memcpy(bytes.data(), tensor.data(), tensor.nbytes());
     return bytes;
   }
+  if (storage.scalar == "f32") {
+    for (int64_t i = 0; i < n; ++i)
+      store_double(DType::Float32, bytes.data(), i, load_as_double(tensor.dtype(), tensor.data(), i));
+    return bytes;
+  }
   const DType word = storage.scalar == "u32" ? DType::UInt32 : DType::Int32;
   for (int64_t i = 0; i < n; ++i) store_int64(word, bytes.data(), i, load_as_int64(tensor.dtype(), tensor.data(), i));
   return bytes;
@@ -58,6 +63,11 @@ Tensor decode_from_gpu(const std::vector<uint8_t>& bytes, const StorageType& sto
                                         std::to_string(gpu_buffer_bytes(storage, n)));
   if (storage.kind == StorageKind::Native || storage.kind == StorageKind::Packed) {
     if (n > 0) std::memcpy(out.mutable_data(), bytes.data(), out.nbytes());
+    return out;
+  }
+  if (storage.scalar == "f32") {
+    for (int64_t i = 0; i < n; ++i)
+      store_double(storage.logical, out.mutable_data(), i, load_as_double(DType::Float32, bytes.data(), i));
     return out;
   }
   const DType word = storage.scalar == "u32" ? DType::UInt32 : DType::Int32;

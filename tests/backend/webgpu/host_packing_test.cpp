@@ -45,6 +45,19 @@ TEST(HostPacking, WidenedIntegersRoundTrip) {
   EXPECT_EQ(decode_from_gpu(flag_bytes, *default_storage(DType::Bool), {3}).data_as<uint8_t>()[2], 1);
 }
 
+// bfloat16 widens to f32 exactly (its bits are the upper half of the f32) and comes back exact.
+TEST(HostPacking, BFloat16WidensToF32Exactly) {
+  const std::vector<uint16_t> bits = {0x3f80, 0xc049, 0x7f80, 0x0001, 0x8000};  // 1, -3.140625, inf, a subnormal, -0
+  const Tensor x = tensor_of<uint16_t>(DType::BFloat16, bits);
+  const StorageType storage = *default_storage(DType::BFloat16);
+  const auto bytes = encode_for_gpu(x, storage, "x");
+  std::vector<uint32_t> expected;
+  for (uint16_t b : bits) expected.push_back(uint32_t{b} << 16);
+  EXPECT_EQ(words<uint32_t>(bytes), expected);
+  const Tensor back = decode_from_gpu(bytes, storage, x.shape());
+  EXPECT_EQ(std::memcmp(back.data(), x.data(), x.nbytes()), 0);
+}
+
 TEST(HostPacking, NativeAndPackedKeepTheBytesInWholeWords) {
   const Tensor h = tensor_of<uint16_t>(DType::Float16, {float_to_f16(1.5f), float_to_f16(-2.0f), float_to_f16(0.25f)});
   const auto bytes = encode_for_gpu(h, *default_storage(DType::Float16), "h");
