@@ -221,7 +221,8 @@ def conv_cases(kind, nd, transpose):
     out = []
     configs = (("plain", 1, 0, 1, 0, 1, mx.float32), ("stride2_pad1", 2, 1, 1, 1, 1, mx.float32),
                ("dilation2", 1, 1, 2, 0, 1, mx.float32), ("groups2", 1, 0, 1, 0, 2, mx.float32),
-               ("f16", 1, 1, 1, 0, 1, mx.float16), ("stride2_outpad1", 2, 0, 1, 1, 1, mx.float32))
+               ("f16", 1, 1, 1, 0, 1, mx.float16), ("stride2_outpad1", 2, 0, 1, 1, 1, mx.float32),
+               ("bf16", 1, 1, 1, 0, 1, mx.bfloat16))
     for name, stride, pad, dil, outpad, groups, dtype in configs:
         if not transpose and name == "stride2_outpad1":
             continue
