@@ -159,7 +159,12 @@ def sdpa_cases():
             ("bool_mask_keys_300", 1, 2, 2, 4, 300, 64, mx.float32, "bool", False),
             ("additive_mask_4d", 2, 2, 2, 3, 40, 32, mx.float32, "float4d", False),
             ("odd_head_dim_causal", 1, 2, 1, 3, 33, 6, mx.float32, None, True),
-            ("head_dim_256", 1, 2, 2, 9, 20, 256, mx.float32, None, False)):
+            ("head_dim_256", 1, 2, 2, 9, 20, 256, mx.float32, None, False),
+            # decode variant: chunks of several steps of 32 keys (the last ragged), many blocks of rows
+            ("decode_multi_step_chunks_f16", 2, 32, 8, 1, 2001, 64, mx.float16, None, False),
+            ("decode_d256_causal", 1, 8, 2, 3, 333, 256, mx.float32, None, True),
+            ("decode_d100_bool_mask", 1, 8, 8, 2, 3000, 100, mx.float16, "bool", False),
+            ("decode_d70_scalar_rows", 1, 12, 2, 2, 1100, 70, mx.float32, None, True)):
         q, k, v = d.floats((B, Hq, Lq, D), dtype), d.floats((B, Hkv, Lk, D), dtype), d.floats((B, Hkv, Lk, D), dtype)
         scale = D ** -0.5
         mask = None
