@@ -12,9 +12,20 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // The keys of a single spec that an op of a family may also give (merged into the family's).
-constexpr std::array<std::string_view, 13> kSpecKeys = {
-    "description", "sinceVersion", "inputs",   "outputs",  "attributes", "attributeConstraints", "typeConstraints", "tunables",
-    "when",        "derive",       "bindings", "variants", "view"};
+constexpr std::array<std::string_view, 14> kSpecKeys = {"description",
+                                                        "sinceVersion",
+                                                        "inputs",
+                                                        "outputs",
+                                                        "attributes",
+                                                        "attributeConstraints",
+                                                        "typeConstraints",
+                                                        "tunables",
+                                                        "when",
+                                                        "derive",
+                                                        "bindings",
+                                                        "variants",
+                                                        "view",
+                                                        "promote"};
 
 // The keys that only a family file has.
 constexpr std::array<std::string_view, 3> kFamilyKeys = {"family", "typeSets", "ops"};

@@ -134,7 +134,7 @@ class SpecParser {
     if (root_.is_object() && root_.contains("view")) return view();
     r_.keys(root_, "",
             {"domain", "name", "sinceVersion", "description", "inputs", "outputs", "attributes", "attributeConstraints",
-             "typeConstraints", "tunables", "when", "derive", "bindings", "variants"},
+             "typeConstraints", "tunables", "when", "derive", "bindings", "variants", "promote"},
             {"domain", "name", "inputs", "outputs", "variants"});
     spec_.domain = r_.string(root_.at("domain"), "domain");
     spec_.name = r_.string(root_.at("name"), "name");
@@ -142,6 +142,7 @@ class SpecParser {
     type_constraints();
     tensors("inputs", true, spec_.inputs);
     tensors("outputs", false, spec_.outputs);
+    if (root_.contains("promote")) promote();
     attributes();
     tunables();
     if (root_.contains("when")) spec_.when = r_.expr_list(root_.at("when"), "when");
@@ -363,6 +364,18 @@ class SpecParser {
       fields.push_back({name, type, r_.expr(j[i].at("value"), Reader::child(p, "value"))});
     }
     return fields;
+  }
+
+  void promote() {
+    const Json& j = root_.at("promote");
+    r_.expect(j, j.is_array() && j.size() >= 2, "promote", "a list of at least two inputs");
+    for (size_t i = 0; i < j.size(); ++i) {
+      const std::string name = r_.string(j[i], Reader::item("promote", i));
+      const TensorSpec* t = spec_.input(name);
+      if (!t || !spec_.is_type_variable(t->dtype))
+        r_.fail(Reader::item("promote", i), "'" + name + "' is not an input whose dtype is a type variable");
+      spec_.promote.push_back(name);
+    }
   }
 
   void variants() {

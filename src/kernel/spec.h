@@ -113,6 +113,9 @@ struct KernelSpec {
   std::string domain, name;
   int64_t since_version = 0;
   std::vector<TensorSpec> inputs, outputs;
+  // Inputs MLX casts to their promoted dtype before the op computes (a + b of float16 and
+  // bfloat16 adds in float32): the backend casts them first, so the kernel sees one dtype.
+  std::vector<std::string> promote;
   std::vector<AttributeSpec> attributes;
   std::map<std::string, std::vector<DType>> type_constraints;
   std::vector<TunableSpec> tunables;

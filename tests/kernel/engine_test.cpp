@@ -129,6 +129,17 @@ TEST(SpecValidation, UndefinedNamesAndMembers) {
   EXPECT_THAT(spec_error(j), HasSubstr("variants[0].when[0]: column 1: 'perPass' is not defined here"));
 }
 
+TEST(SpecValidation, PromoteNamesInputsOfATypeVariable) {
+  Json j = scale_spec();
+  j["inputs"]["w"] = {{"dtype", "T"}};
+  j["promote"] = {"x", "w"};
+  EXPECT_EQ(parse_spec(j.dump(), "test.json").promote, (std::vector<std::string>{"x", "w"}));
+  j["promote"] = {"x", "y"};
+  EXPECT_THAT(spec_error(j), HasSubstr("promote[1]: 'y' is not an input whose dtype is a type variable"));
+  j["promote"] = {"x"};
+  EXPECT_THAT(spec_error(j), HasSubstr("promote: expected a list of at least two inputs"));
+}
+
 TEST(SpecValidation, BindingsDispatchStorage) {
   Json j = scale_spec();
   j["bindings"]["x"] = {{"elementType", "float"}};

@@ -11,6 +11,7 @@
 #include <utility>
 #include <variant>
 
+#include "backend/cpu/broadcast.h"
 #include "backend/webgpu/plan_runner.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/device_data.h"
@@ -154,11 +155,47 @@ std::variant<std::map<std::string, Tensor>, std::string> plan_and_record(const W
   return run_plan(state.gpu, *plan, std::move(placed));
 }
 
+// Casts `x` to `dtype` with the AsType kernel; returns the reason when it does not fit the GPU.
+std::variant<Tensor, std::string> cast_on_gpu(const WebGpuState& state, const Tensor& x, DType dtype) {
+  kernel::KernelRequest request;
+  request.inputs["x"] = kernel::TensorDesc{x.dtype(), x.shape()};
+  request.attributes["scalar_type"] = kernel::Value(int64_t{scalar_type_of(dtype)});
+  request.wanted_outputs.insert("out");
+  auto result = plan_and_record(state, *state.gpu->engine().find("mlx", "AsType"), request, {{"x", x}});
+  if (auto* why_not = std::get_if<std::string>(&result)) return "casting to " + std::string(dtype_name(dtype)) + ": " + *why_not;
+  return std::move(std::get<std::map<std::string, Tensor>>(result).at("out"));
+}
+
+// The spec's `promote` inputs cast to MLX's promoted dtype of them all, as MLX casts them before
+// the op; returns the reason when a cast does not fit the GPU.
+std::optional<std::string> promote_operands(const WebGpuState& state, const kernel::KernelSpec& spec, NodeRequest& r) {
+  std::optional<DType> target;
+  for (const std::string& name : spec.promote)
+    if (const auto it = r.request.inputs.find(name); it != r.request.inputs.end())
+      target = target ? cpu::promote_types(*target, it->second.dtype) : it->second.dtype;
+  for (const std::string& name : spec.promote) {
+    // The GPU keeps int64 narrowed to int32, which cannot hold every uint32.
+    const auto it = r.request.inputs.find(name);
+    if (it != r.request.inputs.end() && it->second.dtype == DType::UInt32 && target == DType::Int64)
+      return "uint32 operands promote to int64, which the GPU keeps narrowed to int32";
+  }
+  for (const std::string& name : spec.promote) {
+    const auto it = r.request.inputs.find(name);
+    if (it == r.request.inputs.end() || it->second.dtype == *target) continue;
+    auto cast = cast_on_gpu(state, r.inputs.at(name), *target);
+    if (auto* why_not = std::get_if<std::string>(&cast)) return *why_not;
+    r.inputs[name] = std::move(std::get<Tensor>(cast));
+    it->second.dtype = *target;
+  }
+  return std::nullopt;
+}
+
 // Runs node request `r` on the GPU, writing the outputs to their slots; returns the reason when it
 // does not fit the GPU.
 std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const kernel::KernelSpec& spec,
                                       const std::string& op, NodeRequest& r) {
   if (!r.unadaptable.empty()) return r.unadaptable;
+  if (auto why_not = promote_operands(state, spec, r)) return why_not;
   allow_in_place(ctx, r);
   auto result = plan_and_record(state, spec, r.request, r.inputs);
   if (auto* why_not = std::get_if<std::string>(&result)) return *why_not;

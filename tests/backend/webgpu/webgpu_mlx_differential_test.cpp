@@ -65,6 +65,29 @@ TEST(WebGpuShapeClasses, LaterStepsReuseThePipelinesOfTheFirstTwo) {
   EXPECT_GE(cases, 8) << "the shape-class cases are missing";
 }
 
+// Operands of different dtypes (MLX promotes them: bfloat16 + float16 adds in float32) are cast on
+// the GPU by the AsType kernel and the op runs there too: no CPU fallback.
+TEST(WebGpuPromotion, MixedOperandsAreCastOnTheGpu) {
+  if (!testing::shared_backend()) GTEST_SKIP() << testing::skip_reason();
+  WebGpuBackend& backend = *testing::shared_backend();
+  const cpu::CpuBackend reference;
+  int cases = 0;
+  for (const char* node : {"AddNode", "MultiplyNode", "WhereNode"})
+    for (const nlohmann::json& c : wgml::testing::mlx_cases_of(node)) {
+      const std::string name = c["name"].get<std::string>();
+      // The float promotions (the GPU has no int16 arithmetic for uint8 with int8, and keeps the
+      // int64 of uint32 with int32 narrowed).
+      if (name != "bf16_with_f16" && name != "int32_with_f32" && name != "f32_with_f16") continue;
+      ++cases;
+      const std::string op(spec_op_name(node));
+      const uint64_t cpu_before = count_of(backend.placement().on_cpu, op);
+      wgml::testing::expect_same_results(wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
+                                         name + " (WebGPU against the CPU)");
+      EXPECT_EQ(count_of(backend.placement().on_cpu, op), cpu_before) << name << " fell back to the CPU";
+    }
+  EXPECT_GE(cases, 5) << "the mixed-dtype cases are missing";
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryNode, WebGpuMlxDifferential, ::testing::ValuesIn(wgml::testing::all_node_names()),
                          [](const auto& info) { return info.param; });
 
