@@ -268,13 +268,17 @@ def gather_cases():
             hi = shape[a] - sizes[a] + 1
             lo = -hi + 1 if name == "negative_indices" else 0
             indices.append(d.ints(spec, mx.int32, lo, hi) if spec else mx.array(1, mx.int32))
-        c = Case(name)
-        ix = c.input(x)
-        iis = [c.input(i) for i in indices]
-        c.node("GatherNode", x=ix, indices=iis, out=c.output(gather_reference(x, indices, axes, sizes)),
-               axes=axes, slice_sizes=sizes)
-        out.append(c)
+        out.append(gather_case(name, x, indices, axes, sizes))
     return out + gather_gpu_shape_cases()
+
+
+def gather_case(name, x, indices, axes, sizes):
+    c = Case(name)
+    ix = c.input(x)
+    iis = [c.input(i) for i in indices]
+    c.node("GatherNode", x=ix, indices=iis, out=c.output(gather_reference(x, indices, axes, sizes)),
+           axes=axes, slice_sizes=sizes)
+    return c
 
 
 def gather_gpu_shape_cases():
@@ -287,12 +291,7 @@ def gather_gpu_shape_cases():
              [d.ints((3, 1), mx.int32, -5, 5), d.ints((1, 4), mx.int32, -7, 7), d.ints((4,), mx.int32, 0, 7)],
              [0, 1, 2], [1, 1, 3]),
             ("partial_rows_vec4", d.floats((6, 12)), [d.ints((5,), mx.int32, 0, 3)], [1], [6, 8])):
-        c = Case(name)
-        ix = c.input(x)
-        iis = [c.input(i) for i in indices]
-        c.node("GatherNode", x=ix, indices=iis, out=c.output(gather_reference(x, indices, axes, sizes)),
-               axes=axes, slice_sizes=sizes)
-        out.append(c)
+        out.append(gather_case(name, x, indices, axes, sizes))
     return out
 
 
