@@ -20,6 +20,25 @@ ir::NamedData payload_constants(const std::string& path, const LoadOptions& opti
   return read_safetensors(io::map_file(constants), constants);
 }
 
+// The method's inputs as the program's: used only when each program input is one method input,
+// else (a method with other work around its delegate) the program's own inputs stay the signature.
+std::vector<ir::MethodInput> method_inputs(const std::vector<PteMethodInput>& declared, const ir::Program& program) {
+  std::vector<ir::MethodInput> out;
+  std::vector<int> uses(program.inputs.size(), 0);
+  for (const PteMethodInput& d : declared) {
+    ir::MethodInput in{std::nullopt, d.type, d.meta};
+    if (d.delegate_arg >= 0) {
+      if (static_cast<size_t>(d.delegate_arg) >= program.inputs.size()) return {};
+      in.program_input = static_cast<size_t>(d.delegate_arg);
+      ++uses[*in.program_input];
+    }
+    out.push_back(std::move(in));
+  }
+  for (int n : uses)
+    if (n != 1) return {};
+  return out;
+}
+
 }  // namespace
 
 ir::Model load_model(const std::string& path, const LoadOptions& options) {
@@ -40,6 +59,7 @@ ir::Model load_model(const std::string& path, const LoadOptions& options) {
     PteContents pte = read_pte(file, path);
     model.program = ir::read_payload(pte.payload, pte.payload_name);
     model.named_data = std::move(pte.named_data);
+    model.method_inputs = method_inputs(pte.method_inputs, model.program);
   } else {
     throw Error(ErrorCode::InvalidFormat, path +
                                               ": byte 0: expected an ExecuTorch program (\"ET..\" at byte 4), an MLX "

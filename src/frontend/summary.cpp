@@ -36,6 +36,28 @@ std::vector<IoSummary> io_list(const ir::Model& model, const std::vector<ir::Slo
   return out;
 }
 
+// The method's inputs, when the model has a method signature: inputs the program never reads are
+// listed with their declared type.
+std::vector<IoSummary> input_list(const ir::Model& model) {
+  if (model.method_inputs.empty()) return io_list(model, model.program.inputs, "input_");
+  std::vector<IoSummary> out;
+  for (size_t i = 0; i < model.method_inputs.size(); ++i) {
+    const ir::MethodInput& in = model.method_inputs[i];
+    const std::string fallback = "input_" + std::to_string(i);
+    if (in.program_input) {
+      out.push_back(io_summary(model, model.program.inputs[*in.program_input], fallback));
+      continue;
+    }
+    IoSummary s{fallback, ir::slot_type_name(in.type), 0, "", {}, true};
+    if (in.type == ir::SlotType::Tensor) {
+      s.dtype = dtype_name(in.meta.dtype);
+      s.shape = in.meta.shape;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 const char* format_name(ir::ModelFormat f) {
   switch (f) {
     case ir::ModelFormat::Pte:
@@ -68,7 +90,11 @@ nlohmann::json dims_json(const std::vector<ir::Dim>& shape) {
 nlohmann::json io_json(const std::vector<IoSummary>& list) {
   nlohmann::json out = nlohmann::json::array();
   for (const IoSummary& s : list) {
-    nlohmann::json j = {{"name", s.name}, {"kind", s.kind}, {"slot", s.slot}};
+    nlohmann::json j = {{"name", s.name}, {"kind", s.kind}};
+    if (s.unused)
+      j["unused"] = true;
+    else
+      j["slot"] = s.slot;
     if (s.kind == "tensor") {
       j["dtype"] = s.dtype;
       j["shape"] = dims_json(s.shape);
@@ -86,7 +112,10 @@ void io_text(std::ostringstream& os, const char* title, const std::vector<IoSumm
       os << s.dtype << " " << format_shape(s.shape);
     else
       os << s.kind << " value";
-    os << "  [slot " << s.slot << "]\n";
+    if (s.unused)
+      os << "  [unused by the program]\n";
+    else
+      os << "  [slot " << s.slot << "]\n";
   }
 }
 
@@ -116,7 +145,7 @@ ModelSummary summarize(const ir::Model& model) {
   s.slot_counts = {{"constants", p.num_constant_tensors}, {"inputs", p.num_input_tensors},
                    {"outputs", p.num_output_tensors},     {"mutable_buffers", p.num_mutable_buffer_tensors},
                    {"temps", p.num_temp_tensors},         {"values", p.num_values}};
-  s.inputs = io_list(model, p.inputs, "input_");
+  s.inputs = input_list(model);
   s.outputs = io_list(model, p.outputs, "output_");
   s.mutable_buffers = io_list(model, p.mutable_buffers, "buffer_");
   s.constant_count = model.constants.size();

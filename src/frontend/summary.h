@@ -16,6 +16,7 @@ struct IoSummary {
   uint32_t slot = 0;
   std::string dtype;  // tensors only
   std::vector<ir::Dim> shape;
+  bool unused = false;  // a method input the program never reads (slot is meaningless)
 };
 
 struct ChainSummary {

@@ -2,6 +2,7 @@
 // A loaded model: the verified program, its constants bound to tensor slots, and where it came from.
 // The frontend builds one from a file (frontend/load_model.h); the runtime executes it.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,14 @@ namespace wgml::ir {
 
 enum class ModelFormat { Pte, Payload, Onnx };
 
+// One input of an ExecuTorch method. ExecuTorch keeps inputs the delegate never reads in the
+// method's signature, so callers pass them; they are checked against their declaration and dropped.
+struct MethodInput {
+  std::optional<size_t> program_input;  // its index in Program::inputs; none when unused
+  SlotType type = SlotType::Tensor;
+  TensorMeta meta;  // an unused tensor input's declared dtype and sizes
+};
+
 struct Model {
   std::string path;
   ModelFormat format = ModelFormat::Pte;
@@ -20,6 +29,8 @@ struct Model {
   // Constant bytes by Tid (index < num_constant_tensors), sizes checked against tensor_meta except
   // for constants the init chain writes.
   std::vector<io::ByteView> constants;
+  // The .pte method's inputs in its own order; empty when Program::inputs is the signature.
+  std::vector<MethodInput> method_inputs;
   // What a source format says about itself beyond the program (ONNX: producer, IR version,
   // opsets) and how many of each source op it had before lowering.
   std::map<std::string, std::string> source_info;

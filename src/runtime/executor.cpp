@@ -27,17 +27,35 @@ void check_input_tensor(const Tensor& t, const ir::TensorMeta& meta, const std::
   if (static_cast<size_t>(t.rank()) != meta.shape.size())
     throw Error(ErrorCode::InvalidArgument,
                 name + ": expected rank " + std::to_string(meta.shape.size()) + ", found shape " + describe_shape(t.shape()));
+  // A dynamic dim's lower bound is informational, as in ExecuTorch: torch.export raises a minimum of
+  // 1 to 2 and the runner still decodes one token. The upper bound is the memory plan's capacity.
   for (size_t d = 0; d < meta.shape.size(); ++d) {
     const ir::Dim& dim = meta.shape[d];
     const int64_t n = t.shape()[d];
-    const bool ok = dim.is_static() ? n == dim.value : n >= dim.min_value && (dim.max_value < 0 || n <= dim.max_value);
+    const bool ok = dim.is_static() ? n == dim.value : dim.max_value < 0 || n <= dim.max_value;
     if (!ok)
       throw Error(ErrorCode::InvalidArgument,
                   name + ": dimension " + std::to_string(d) + " is " + std::to_string(n) + ", expected " +
                       (dim.is_static() ? std::to_string(dim.value)
-                                       : "a size in [" + std::to_string(dim.min_value) + ", " +
-                                             (dim.max_value < 0 ? std::string("inf") : std::to_string(dim.max_value)) + "]"));
+                                       : "at most " + std::to_string(dim.max_value) + " (the program's upper bound)"));
   }
+}
+
+// An input the delegate never reads is still checked as ExecuTorch's Method::set_input would.
+void check_unused_input(const Value& v, const ir::MethodInput& declared, const std::string& name) {
+  if (declared.type == ir::SlotType::Int) {
+    if (!std::holds_alternative<int64_t>(v)) throw Error(ErrorCode::InvalidArgument, name + ": expected an int value");
+    return;
+  }
+  const Tensor* t = std::get_if<Tensor>(&v);
+  if (!t || !t->defined()) throw Error(ErrorCode::InvalidArgument, name + ": expected a tensor");
+  check_input_tensor(*t, declared.meta, name);
+}
+
+void check_input_count(size_t found, size_t expected, const std::string& path) {
+  if (found != expected)
+    throw Error(ErrorCode::InvalidArgument,
+                path + ": expected " + std::to_string(expected) + " inputs, found " + std::to_string(found));
 }
 
 }  // namespace
@@ -96,10 +114,7 @@ void Executor::zero_mutable_buffers() {
 
 std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
   const ir::Program& p = model_->program;
-  if (inputs.size() != p.inputs.size())
-    throw Error(ErrorCode::InvalidArgument, model_->path + ": expected " + std::to_string(p.inputs.size()) + " inputs, found " +
-                                                std::to_string(inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) bind_input(i, inputs[i]);
+  bind_inputs(inputs);
   std::vector<Value> outputs;
   try {
     run_chain(p.main_chain_idx);
@@ -113,9 +128,26 @@ std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
   return outputs;
 }
 
-void Executor::bind_input(size_t i, const Value& v) {
+void Executor::bind_inputs(const std::vector<Value>& inputs) {
+  const auto& declared = model_->method_inputs;
+  if (declared.empty()) {
+    check_input_count(inputs.size(), model_->program.inputs.size(), model_->path);
+    for (size_t i = 0; i < inputs.size(); ++i) bind_input(i, inputs[i], input_name(i));
+    return;
+  }
+  check_input_count(inputs.size(), declared.size(), model_->path);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (declared[i].program_input)
+      bind_input(*declared[i].program_input, inputs[i], input_name(i));
+    else
+      check_unused_input(inputs[i], declared[i], input_name(i) + " (unused by the program)");
+  }
+}
+
+std::string Executor::input_name(size_t i) const { return model_->path + ": input " + std::to_string(i); }
+
+void Executor::bind_input(size_t i, const Value& v, const std::string& name) {
   const ir::Slot& slot = model_->program.inputs[i];
-  const std::string name = model_->path + ": input " + std::to_string(i);
   if (slot.type == ir::SlotType::Tensor) {
     const Tensor* t = std::get_if<Tensor>(&v);
     if (!t || !t->defined()) throw Error(ErrorCode::InvalidArgument, name + ": expected a tensor");

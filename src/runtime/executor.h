@@ -20,7 +20,8 @@ class Executor {
  public:
   Executor(std::shared_ptr<const ir::Model> model, const Backend& backend);
 
-  // Positional inputs in input_map order; returns outputs in output_map order.
+  // Positional inputs in the method's order (Model::method_inputs, else input_map order); returns
+  // outputs in output_map order.
   std::vector<Value> run(const std::vector<Value>& inputs);
 
   const ir::Model& model() const { return *model_; }
@@ -32,7 +33,9 @@ class Executor {
   void bind_constants();
   void fold_constants();
   void zero_mutable_buffers();
-  void bind_input(size_t i, const Value& v);
+  void bind_inputs(const std::vector<Value>& inputs);
+  void bind_input(size_t i, const Value& v, const std::string& name);
+  std::string input_name(size_t i) const;
   Value take_output(size_t i);
   void reset_transients();
 

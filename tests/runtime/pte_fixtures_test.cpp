@@ -196,6 +196,56 @@ TEST(PteFixtures, KvCacheDecodeLoopCompilesNothingAfterTwoSteps) {
     EXPECT_GE(gpu_calls[op], 64u) << op;
 }
 
+// The rows [first, first + count) of axis 2 of a [1, H, S, D] float tensor.
+wgml::Tensor token_rows(const wgml::Tensor& t, int64_t first, int64_t count) {
+  const int64_t heads = t.dim(1), tokens = t.dim(2), width = t.dim(3);
+  wgml::Tensor out(wgml::DType::Float32, {1, heads, count, width});
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t s = 0; s < count; ++s)
+      for (int64_t d = 0; d < width; ++d)
+        out.mutable_data_as<float>()[(h * count + s) * width + d] = t.data_as<float>()[(h * tokens + first + s) * width + d];
+  return out;
+}
+
+// torch.export recorded a minimum of 2 tokens (its 0/1 specialisation); ExecuTorch's runner still
+// decodes one token at a time, and so does wgml: two 1-token steps give what one 2-token step gives
+// for its tokens (causal attention over the cache), on the CPU and on the GPU.
+TEST(PteFixtures, OneTokenStepsBelowTheExportedMinimumMatchATwoTokenStep) {
+  std::string why_not;
+  std::vector<wgml::Session> sessions;
+  sessions.emplace_back((kFixtures / "kv_cache" / "model.pte").string());
+  if (auto gpu = webgpu_session("kv_cache", why_not)) sessions.push_back(std::move(*gpu));
+  for (auto& session : sessions) {
+    wgml::Session two((kFixtures / "kv_cache" / "model.pte").string());
+    const std::vector<wgml::Value> pair = kv_cache_step(2, 5, 11);
+    const auto want = two.run(pair);
+    std::vector<wgml::Value> got;
+    for (int64_t s = 0; s < 2; ++s) {
+      std::vector<wgml::Value> step;
+      for (int i = 0; i < 3; ++i) step.push_back(token_rows(std::get<wgml::Tensor>(pair[i]), s, 1));
+      wgml::Tensor position(wgml::DType::Int64, {1});
+      position.mutable_data_as<int64_t>()[0] = 5 + s;
+      step.push_back(position);
+      got = session.run(step);
+    }
+    const std::string what = session.device_description() + ": second 1-token step";
+    expect_close(std::get<wgml::Tensor>(got[0]), token_rows(std::get<wgml::Tensor>(want[0]), 1, 1), 1e-5, 1e-6, what);
+    expect_close(std::get<wgml::Tensor>(got[1]), std::get<wgml::Tensor>(want[1]), 1e-5, 1e-6, what + ", cache sum");
+  }
+}
+
+// The upper bound of a dynamic dim is the program's capacity (ExecuTorch's resize fails past it).
+TEST(PteFixtures, SizeAboveTheExportedMaximumIsAClearError) {
+  wgml::Session session((kFixtures / "dynamic_seq" / "model.pte").string());
+  try {
+    session.run({random_tensor({1, 17, 16}, 3)});
+    FAIL() << "expected an error";
+  } catch (const wgml::Error& e) {
+    EXPECT_EQ(e.code(), wgml::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("input 0: dimension 1 is 17, expected at most 16"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PteFixtures, ProgramWithoutMlxDelegateIsRejected) {
   try {
     wgml::Session session((kFixtures / "no_mlx_delegate/model.pte").string());

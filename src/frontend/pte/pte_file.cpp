@@ -86,6 +86,65 @@ io::ByteView delegate_bytes(const et::Program& program, const et::BackendDelegat
   return file.sub(static_cast<size_t>(data->data() - file.data), data->size());
 }
 
+const et::DelegateCall* find_delegate_call(const et::ExecutionPlan& plan, uint32_t delegate_index) {
+  const auto* chains = plan.chains();
+  for (uint32_t c = 0; chains && c < chains->size(); ++c) {
+    const auto* instructions = chains->Get(c)->instructions();
+    for (uint32_t i = 0; instructions && i < instructions->size(); ++i) {
+      const auto* call = instructions->Get(i)->instr_args_as_DelegateCall();
+      if (call && call->delegate_index() >= 0 && static_cast<uint32_t>(call->delegate_index()) == delegate_index) return call;
+    }
+  }
+  return nullptr;
+}
+
+ir::TensorMeta declared_meta(const et::Tensor& t, const std::string& path, const std::string& what) {
+  const std::optional<DType> dtype = dtype_from_scalar_type(t.scalar_type());
+  if (!dtype) fail(ErrorCode::Unsupported, path, what + ": scalar type " + std::to_string(t.scalar_type()) + " is not supported");
+  ir::TensorMeta meta{*dtype, {}, {}};
+  const bool bounded = t.shape_dynamism() != et::TensorShapeDynamism::STATIC;
+  for (uint32_t d = 0; t.sizes() && d < t.sizes()->size(); ++d) {
+    const int32_t size = t.sizes()->Get(d);
+    if (size < 0)
+      fail(ErrorCode::InvalidFormat, path,
+           what + ": size " + std::to_string(size) + " of dim " + std::to_string(d) + " is negative");
+    meta.shape.push_back(bounded ? ir::Dim{-1, 0, size} : ir::Dim{size, 0, -1});
+  }
+  return meta;
+}
+
+PteMethodInput method_input(const et::ExecutionPlan& plan, int32_t value, const et::DelegateCall& call, const std::string& path,
+                            const std::string& what) {
+  const auto* values = plan.values();
+  if (value < 0 || !values || static_cast<uint32_t>(value) >= values->size())
+    fail(ErrorCode::InvalidFormat, path, what + ": value index " + std::to_string(value) + " out of range");
+  PteMethodInput in;
+  const auto* args = call.args();
+  for (uint32_t a = 0; args && a < args->size() && in.delegate_arg < 0; ++a)
+    if (args->Get(a) == value) in.delegate_arg = a;
+  const et::EValue* evalue = values->Get(static_cast<uint32_t>(value));
+  if (const et::Tensor* tensor = evalue->val_as_Tensor()) {
+    in.meta = declared_meta(*tensor, path, what);
+  } else if (evalue->val_type() == et::KernelTypes::Int) {
+    in.type = ir::SlotType::Int;
+  } else {
+    fail(ErrorCode::Unsupported, path, what + ": expected a tensor or int input");
+  }
+  return in;
+}
+
+// ExecutionPlan.inputs mapped onto the delegate call's arguments: ExecuTorch passes every declared
+// input, also one the delegate does not read.
+std::vector<PteMethodInput> read_method_inputs(const et::ExecutionPlan& plan, uint32_t delegate_index, const std::string& path,
+                                               const std::string& what) {
+  std::vector<PteMethodInput> out;
+  const et::DelegateCall* call = find_delegate_call(plan, delegate_index);
+  if (!call || !plan.inputs()) return out;
+  for (uint32_t i = 0; i < plan.inputs()->size(); ++i)
+    out.push_back(method_input(plan, plan.inputs()->Get(i), *call, path, what + ", input " + std::to_string(i)));
+  return out;
+}
+
 }  // namespace
 
 bool looks_like_pte(const io::ByteView& file) {
@@ -117,6 +176,7 @@ PteContents read_pte(const io::ByteView& file, const std::string& path) {
       out.payload = delegate_bytes(program, *delegate, h, file, path, what);
       out.payload_name = path + ": " + what;
       out.named_data = read_named_data(program, h, file, path);
+      out.method_inputs = read_method_inputs(*plans->Get(p), d, path, what);
       return out;
     }
   }
