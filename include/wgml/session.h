@@ -34,11 +34,16 @@ struct OpProfile {
 };
 
 // What one run() did on the GPU besides computing: a steady decode step (after its first two)
-// makes no plans, renders no kernels and compiles no pipelines. Zero on the CPU.
+// makes no plans, renders no kernels, compiles no pipelines and creates no buffers. Zero on the CPU.
 struct RunStats {
   uint64_t plans_made = 0;          // kernel plans made for requests not seen before
   uint64_t kernels_rendered = 0;    // WGSL rendered from templates (a shape class not seen before)
   uint64_t pipelines_compiled = 0;  // compute pipelines compiled
+  uint64_t buffers_created = 0;     // GPU buffers created (not reused from the pool)
+  uint64_t submits = 0;             // queue submissions
+  uint64_t dispatches = 0;          // compute dispatches
+  uint64_t bytes_uploaded = 0;      // host to GPU
+  uint64_t bytes_read = 0;          // GPU to host (outputs read, CPU fallbacks' inputs)
 };
 
 // One program input or output as the model declares it.
@@ -46,7 +51,8 @@ struct IoInfo {
   std::string name;
   std::string kind;  // "tensor", "int", "float", "bool"
   DType dtype = DType::Float32;
-  std::vector<int64_t> shape;  // -1 for dynamic dims
+  std::vector<int64_t> shape;      // -1 for dynamic dims
+  std::vector<int64_t> max_shape;  // each dim's upper bound: its size when static, -1 when unbounded
 };
 
 class Session {
@@ -60,6 +66,8 @@ class Session {
   const std::vector<IoInfo>& outputs() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
   const RunStats& last_run_stats() const;
+  // Counters summed since the session was made, including reads of outputs after run() returned.
+  RunStats totals() const;
 
   // The device the session runs on: "cpu", or "webgpu: <adapter>".
   std::string device_description() const;

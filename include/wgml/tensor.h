@@ -48,6 +48,10 @@ class Tensor {
   }
 
   // Same bytes, new shape of equal element count (no copy).
+  // Elements [first, first + count) of the flattened tensor as a 1-D tensor. Of a tensor whose
+  // bytes are still on a device (a GPU run's output), only those elements are read back: the last
+  // row of a [1, T, vocab] logits output costs one row's transfer.
+  Tensor flat_range(int64_t first, int64_t count) const;
   Tensor reshaped(Shape shape) const;
 
  private:

@@ -16,8 +16,11 @@ namespace {
 std::vector<IoInfo> io_infos(const std::vector<frontend::IoSummary>& list) {
   std::vector<IoInfo> out;
   for (const auto& s : list) {
-    IoInfo info{s.name, s.kind, dtype_from_name(s.dtype).value_or(DType::Float32), {}};
-    for (const ir::Dim& d : s.shape) info.shape.push_back(d.is_static() ? d.value : -1);
+    IoInfo info{s.name, s.kind, dtype_from_name(s.dtype).value_or(DType::Float32), {}, {}};
+    for (const ir::Dim& d : s.shape) {
+      info.shape.push_back(d.is_static() ? d.value : -1);
+      info.max_shape.push_back(d.is_static() ? d.value : d.max_value);
+    }
     out.push_back(std::move(info));
   }
   return out;
@@ -64,15 +67,37 @@ Session& Session::operator=(Session&&) noexcept = default;
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 
+namespace {
+
+RunStats run_stats(const backend::webgpu::GpuContext::Counters& c) {
+  return RunStats{c.plans_made, c.kernels_rendered, c.pipelines_compiled, c.buffers_created,
+                  c.submits,    c.dispatches,       c.bytes_uploaded,     c.bytes_read};
+}
+
+RunStats difference(const RunStats& after, const RunStats& before) {
+  return RunStats{after.plans_made - before.plans_made,
+                  after.kernels_rendered - before.kernels_rendered,
+                  after.pipelines_compiled - before.pipelines_compiled,
+                  after.buffers_created - before.buffers_created,
+                  after.submits - before.submits,
+                  after.dispatches - before.dispatches,
+                  after.bytes_uploaded - before.bytes_uploaded,
+                  after.bytes_read - before.bytes_read};
+}
+
+}  // namespace
+
 std::vector<Value> Session::run(const std::vector<Value>& inputs) {
-  const auto* gpu = impl_->gpu();
-  if (!gpu) return impl_->executor->run(inputs);
-  const auto before = gpu->context()->counters();
+  if (!impl_->gpu()) return impl_->executor->run(inputs);
+  const RunStats before = totals();
   std::vector<Value> outputs = impl_->executor->run(inputs);
-  const auto after = gpu->context()->counters();
-  impl_->last_run = RunStats{after.plans_made - before.plans_made, after.kernels_rendered - before.kernels_rendered,
-                             after.pipelines_compiled - before.pipelines_compiled};
+  impl_->last_run = difference(totals(), before);
   return outputs;
+}
+
+RunStats Session::totals() const {
+  const auto* gpu = impl_->gpu();
+  return gpu ? run_stats(gpu->context()->counters()) : RunStats{};
 }
 
 const RunStats& Session::last_run_stats() const { return impl_->last_run; }

@@ -18,6 +18,9 @@ class DeviceData {
   virtual ~DeviceData() = default;
   // Writes the tensor's bytes in host layout (`nbytes` of them) to `out`.
   virtual void download(uint8_t* out, size_t nbytes) const = 0;
+  // Writes elements [first, first + count) of the flattened tensor in host layout to `out`,
+  // reading no more of the device's copy than the words that hold them.
+  virtual void download_elements(int64_t first, int64_t count, uint8_t* out) const = 0;
 };
 
 struct TensorDeviceAccess {

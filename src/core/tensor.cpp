@@ -89,6 +89,20 @@ void TensorDeviceAccess::attach(const Tensor& t, std::shared_ptr<const DeviceDat
 
 long TensorDeviceAccess::storage_users(const Tensor& t) { return t.storage_ ? t.storage_.use_count() : 0; }
 
+Tensor Tensor::flat_range(int64_t first, int64_t count) const {
+  if (first < 0 || count < 0 || first > numel() || count > numel() - first)
+    throw Error(ErrorCode::InvalidArgument, "elements [" + std::to_string(first) + ", +" + std::to_string(count) +
+                                                ") lie outside a tensor of " + std::to_string(numel()) + " elements");
+  Tensor out(dtype_, {count});
+  if (count == 0) return out;
+  const size_t element = dtype_size(dtype_);
+  if (!storage_->data && storage_->device)
+    storage_->device->download_elements(first, count, out.storage_->data);
+  else
+    std::memcpy(out.storage_->data, data() + first * element, count * element);
+  return out;
+}
+
 Tensor Tensor::reshaped(Shape shape) const {
   if (shape_numel(shape) != numel()) throw Error(ErrorCode::Runtime, "reshape changes the element count");
   Tensor t = *this;

@@ -93,6 +93,7 @@ void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffe
 
   note_op(op);
   ++dispatches_recorded_;
+  ++traffic_.dispatches;
   if (options_.policy == SubmitPolicy::EveryNDispatches && dispatches_recorded_ >= options_.dispatches_per_submit) submit();
 }
 
@@ -266,6 +267,7 @@ void Recorder::finish() {
 
 void Recorder::upload(const BufferRange& destination, std::span<const std::byte> bytes, std::string_view op) {
   if (bytes.empty()) return;
+  traffic_.bytes_uploaded += bytes.size();
   const uint64_t padded_size = align_up(bytes.size(), 4);
   if (destination.offset % 4 != 0 || padded_size > destination.size)
     invalid(op, "an upload of " + std::to_string(bytes.size()) + " bytes at offset " + std::to_string(destination.offset) +
@@ -308,6 +310,7 @@ void Recorder::copy(const BufferRange& source, const BufferRange& destination, s
 
 std::vector<std::byte> Recorder::read(const BufferRange& source, std::string_view op) {
   check_copy_alignment(source, op, "readback");
+  traffic_.bytes_read += source.size;
   std::vector<std::byte> out(source.size);
   for (uint64_t done = 0; done < source.size; done += options_.readback_chunk_bytes) {
     const uint64_t size = std::min(options_.readback_chunk_bytes, source.size - done);

@@ -70,6 +70,13 @@ class Recorder {
   const RecorderOptions& options() const { return options_; }
   uint64_t submissions() const { return submissions_; }
   uint64_t bind_groups_created() const { return bind_groups_created_; }
+  // Totals since the recorder was made: what a decode step costs besides its kernels' work.
+  struct Traffic {
+    uint64_t dispatches = 0;
+    uint64_t bytes_uploaded = 0;
+    uint64_t bytes_read = 0;
+  };
+  const Traffic& traffic() const { return traffic_; }
 
  private:
   struct KeyHash {
@@ -108,6 +115,7 @@ class Recorder {
   std::unordered_map<std::vector<uint64_t>, WGPUBindGroup, KeyHash> bind_groups_;
   std::vector<uint64_t> key_;  // scratch for bind group lookups
   uint64_t bind_groups_created_ = 0;
+  Traffic traffic_;
 };
 
 }  // namespace wgml::gpu

@@ -8,12 +8,15 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/gpu_context.h"
 #include "backend/webgpu/webgpu_backend.h"
+#include "core/elements.h"
 #include "frontend/load_model.h"
 #include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"
+#include "generate_command.h"
 #include "gpu/gpu_error.h"
 #include "io/npy.h"
 #include "runtime/executor.h"
+#include "session_args.h"
 #include "spec_command.h"
 #include "wgml/error.h"
 #include "wgml/session.h"
@@ -31,62 +34,41 @@ int inspect(const std::string& path, bool json) {
 }
 
 struct RunArgs {
-  std::string path;
-  std::string device = "auto";
+  wgml::cli::SessionArgs session;
   std::vector<std::string> inputs;
   std::string output_dir;
-  std::string constants;
-  std::string adapter;
-  std::vector<std::string> tunables;
-  std::string tunables_file;
-  bool profile = false;
-  std::string trace_path;  // --profile TRACE.json
 };
 
-wgml::SessionOptions session_options(const RunArgs& args) {
-  wgml::SessionOptions o;
-  o.device = args.device;
-  o.constants_path = args.constants;
-  o.adapter = args.adapter;
-  o.tunables = args.tunables;
-  o.tunables_file = args.tunables_file;
-  o.profile = args.profile;
-  return o;
-}
-
-// The per-op profile as a table on stderr, slowest first.
-void print_profile(wgml::Session& session, const std::string& trace_path) {
-  const std::vector<wgml::OpProfile> ops = session.profile(trace_path);
-  std::fprintf(stderr, "profile (%s)\n%-32s %-7s %7s %11s  %s\n", session.device_description().c_str(), "op", "device", "calls",
-               "total ms", "note");
-  for (const wgml::OpProfile& p : ops)
-    std::fprintf(stderr, "%-32s %-7s %7llu %11.3f  %s\n", p.op.c_str(), p.device.c_str(),
-                 static_cast<unsigned long long>(p.calls), p.total_ms, p.note.c_str());
-  const wgml::RunStats& stats = session.last_run_stats();
-  std::fprintf(stderr, "last run: %llu plans made, %llu kernels rendered, %llu pipelines compiled\n",
-               static_cast<unsigned long long>(stats.plans_made), static_cast<unsigned long long>(stats.kernels_rendered),
-               static_cast<unsigned long long>(stats.pipelines_compiled));
-}
-
 // .npy, or a serialized ONNX TensorProto (.pb, the ONNX backend tests' format).
-wgml::Tensor read_tensor(const std::string& path, wgml::DType expected) {
-  if (std::filesystem::path(path).extension() == ".pb") return wgml::frontend::onnx::read_tensor_file(path);
-  return wgml::io::read_npy(path, expected);
+wgml::Value read_input(const std::string& path, const wgml::IoInfo& info) {
+  const wgml::Tensor t = std::filesystem::path(path).extension() == ".pb" ? wgml::frontend::onnx::read_tensor_file(path)
+                                                                          : wgml::io::read_npy(path, info.dtype);
+  if (info.kind == "tensor") return t;
+  if (t.numel() != 1)
+    throw wgml::Error(wgml::ErrorCode::InvalidArgument,
+                      path + ": input '" + info.name + "' is an int value: expected one element");
+  return static_cast<int64_t>(wgml::load_as_double(t.dtype(), t.data(), 0));
 }
 
-// Binds "NAME=PATH" (or a bare PATH, in positional order) to the session's inputs.
-std::vector<wgml::Value> load_inputs(const wgml::Session& session, const std::vector<std::string>& specs) {
-  const auto& infos = session.inputs();
-  std::vector<wgml::Value> values(infos.size());
-  std::vector<bool> bound(infos.size(), false);
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t begin = 0;;) {
+    const size_t comma = list.find(',', begin);
+    items.push_back(list.substr(begin, comma - begin));
+    if (comma == std::string::npos) return items;
+    begin = comma + 1;
+  }
+}
+
+// The files of each input, from "NAME=PATH[,PATH...]" or a bare "PATH[,PATH...]" in input order.
+std::vector<std::vector<std::string>> input_files(const std::vector<wgml::IoInfo>& infos, const std::vector<std::string>& specs) {
+  std::vector<std::vector<std::string>> files(infos.size());
   size_t next = 0;
   for (const std::string& spec : specs) {
     const auto eq = spec.find('=');
     size_t index = next;
-    std::string path = spec;
     if (eq != std::string::npos) {
       const std::string name = spec.substr(0, eq);
-      path = spec.substr(eq + 1);
       index = infos.size();
       for (size_t i = 0; i < infos.size(); ++i)
         if (infos[i].name == name) index = i;
@@ -96,18 +78,31 @@ std::vector<wgml::Value> load_inputs(const wgml::Session& session, const std::ve
     if (index >= infos.size())
       throw wgml::Error(wgml::ErrorCode::InvalidArgument,
                         "--input " + spec + ": the model has only " + std::to_string(infos.size()) + " inputs");
-    const wgml::Tensor t = read_tensor(path, infos[index].dtype);
-    if (infos[index].kind == "tensor")
-      values[index] = t;
-    else
-      values[index] = static_cast<int64_t>(t.numel() == 1 ? t.data_as<int64_t>()[0] : 0);
-    bound[index] = true;
+    files[index] = split_commas(eq == std::string::npos ? spec : spec.substr(eq + 1));
     next = index + 1;
   }
   for (size_t i = 0; i < infos.size(); ++i)
-    if (!bound[i])
+    if (files[i].empty())
       throw wgml::Error(wgml::ErrorCode::InvalidArgument, "input '" + infos[i].name + "' was not given (--input NAME=FILE.npy)");
-  return values;
+  return files;
+}
+
+// One call's inputs per step: an input given as a comma list takes its k-th file in step k; one
+// given as a single file is the same in every step.
+std::vector<std::vector<wgml::Value>> load_steps(const wgml::Session& session, const std::vector<std::string>& specs) {
+  const auto& infos = session.inputs();
+  const std::vector<std::vector<std::string>> files = input_files(infos, specs);
+  size_t steps = 1;
+  for (const auto& list : files) steps = std::max(steps, list.size());
+  std::vector<std::vector<wgml::Value>> out(steps, std::vector<wgml::Value>(infos.size()));
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (files[i].size() != 1 && files[i].size() != steps)
+      throw wgml::Error(wgml::ErrorCode::InvalidArgument, "input '" + infos[i].name + "': " + std::to_string(files[i].size()) +
+                                                              " files for " + std::to_string(steps) +
+                                                              " steps (give one file, or one per step)");
+    for (size_t s = 0; s < steps; ++s) out[s][i] = read_input(files[i][files[i].size() == 1 ? 0 : s], infos[i]);
+  }
+  return out;
 }
 
 std::string describe(const wgml::Value& v) {
@@ -121,39 +116,28 @@ std::string describe(const wgml::Value& v) {
   return std::get<bool>(v) ? "bool true" : "bool false";
 }
 
-// `auto`: the best WebGPU adapter (a GPU, else a CPU implementation such as lavapipe), or the CPU
-// reference where the machine has no WebGPU library or device at all.
-wgml::Session open_session(const RunArgs& args) {
-  wgml::SessionOptions options = session_options(args);
-  if (args.device != "auto") return wgml::Session(args.path, options);
-  options.device = "webgpu";
-  try {
-    return wgml::Session(args.path, options);
-  } catch (const wgml::gpu::GpuError& e) {
-    if (e.kind() != wgml::gpu::GpuErrorKind::LibraryNotFound && e.kind() != wgml::gpu::GpuErrorKind::NoAdapter) throw;
-    std::cerr << "wgml: no WebGPU device (" << e.what() << "); running on the CPU reference\n";
-    options.device = "cpu";
-    return wgml::Session(args.path, options);
-  }
-}
-
-int run(const RunArgs& args) {
-  wgml::Session session = open_session(args);
-  const auto outputs = session.run(load_inputs(session, args.inputs));
+void print_outputs(const wgml::Session& session, const std::vector<wgml::Value>& outputs, const std::string& output_dir,
+                   const std::string& step_suffix) {
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = session.outputs()[i].name;
+    const std::string name = session.outputs()[i].name + step_suffix;
     std::cout << name << ": " << describe(outputs[i]);
-    if (!args.output_dir.empty()) {
-      const std::string file = args.output_dir + "/" + name + ".npy";
-      if (const auto* t = std::get_if<wgml::Tensor>(&outputs[i])) {
-        wgml::io::write_npy(file, *t);
-        std::cout << " -> " << file;
-      }
+    const auto* t = std::get_if<wgml::Tensor>(&outputs[i]);
+    if (!output_dir.empty() && t) {
+      const std::string file = output_dir + "/" + name + ".npy";
+      wgml::io::write_npy(file, *t);
+      std::cout << " -> " << file;
     }
     std::cout << "\n";
   }
-  if (args.profile) print_profile(session, args.trace_path);
-  if (!args.trace_path.empty()) std::cerr << "trace: " << args.trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
+}
+
+// Runs each step in one session, so mutable buffers (KV caches) carry over from step to step.
+int run(const RunArgs& args) {
+  wgml::Session session = args.session.open();
+  const auto steps = load_steps(session, args.inputs);
+  for (size_t s = 0; s < steps.size(); ++s)
+    print_outputs(session, session.run(steps[s]), args.output_dir, steps.size() > 1 ? ".step" + std::to_string(s) : "");
+  if (args.session.profile()) wgml::cli::print_profile(session, args.session.trace_path);
   return 0;
 }
 
@@ -212,24 +196,13 @@ int main(int argc, char** argv) {
 
   RunArgs run_args;
   auto* run_cmd = app.add_subcommand("run", "Run a model on inputs given as .npy or ONNX TensorProto .pb files");
-  run_cmd->add_option("file", run_args.path, "Model file (.pte, .mlxg, .onnx)")->required();
-  run_cmd
-      ->add_option("--device", run_args.device,
-                   "webgpu (GPU kernels, the rest on the CPU), cpu (the reference), or auto: webgpu where "
-                   "the machine has a WebGPU device (a GPU, else lavapipe), else cpu")
-      ->check(CLI::IsMember({"auto", "cpu", "webgpu"}))
-      ->capture_default_str();
-  run_cmd->add_option("--adapter", run_args.adapter, "webgpu: adapter index or part of its name (default: the best)");
-  run_cmd->add_option("--tunable", run_args.tunables, "webgpu: override a kernel tunable, Op.NAME=VALUE (repeatable)");
-  run_cmd->add_option("--tunables-file", run_args.tunables_file, "webgpu: per-adapter tunables JSON");
-  auto* profile_option =
-      run_cmd->add_option("--profile", run_args.trace_path,
-                          "webgpu: print GPU time per kernel and the nodes run on the CPU; with a file name, also write a "
-                          "Chrome/Perfetto trace there (one slice per kernel and per pass)");
-  profile_option->expected(0, 1);
-  run_cmd->add_option("--input", run_args.inputs, "NAME=PATH (.npy or .pb), or PATH in input order");
-  run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy here");
-  run_cmd->add_option("--constants", run_args.constants, "Constants (.safetensors) for a .mlxg payload");
+  run_args.session.add_to(*run_cmd);
+  run_cmd->add_option("--input", run_args.inputs,
+                      "NAME=PATH (.npy or .pb), or PATH in input order; PATH,PATH,... runs one call per file in one "
+                      "session (a KV cache carries over)");
+  run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy (NAME.stepK.npy for several calls)");
+
+  wgml::cli::GenerateCommand generate_command(app);
 
   bool ops_json = false;
   auto* ops_cmd = app.add_subcommand("ops", "List every op of every domain with its support per backend");
@@ -242,10 +215,8 @@ int main(int argc, char** argv) {
     if (spec_commands.selected()) return spec_commands.run();
     if (*inspect_cmd) return inspect(inspect_path, inspect_json);
     if (*ops_cmd) return list_ops(ops_json);
-    if (*run_cmd) {
-      run_args.profile = profile_option->count() > 0;
-      return run(run_args);
-    }
+    if (*run_cmd) return run(run_args);
+    if (generate_command.selected()) return generate_command.run();
   } catch (const wgml::Error& e) {
     std::cerr << "wgml: error [" << wgml::error_code_name(e.code()) << "]: " << e.what() << "\n";
     return 1;

@@ -129,7 +129,12 @@ const gpu::Kernel& GpuContext::add_kernel(const kernel::PlanPass& pass, const gp
   return compiled;
 }
 
-GpuContext::Counters GpuContext::counters() const { return Counters{plans_made_, renders_.renders(), pipelines_.compiles()}; }
+GpuContext::Counters GpuContext::counters() const {
+  const gpu::Recorder::Traffic& traffic = recorder_->traffic();
+  return Counters{
+      plans_made_,        renders_.renders(),     pipelines_.compiles(), pool_.stats().created, recorder_->submissions(),
+      traffic.dispatches, traffic.bytes_uploaded, traffic.bytes_read};
+}
 
 GpuContext::~GpuContext() {
   recorder_.reset();

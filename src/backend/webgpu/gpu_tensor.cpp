@@ -24,6 +24,29 @@ void GpuTensorData::download(uint8_t* out, size_t nbytes) const {
   if (nbytes) std::memcpy(out, host.data(), nbytes);
 }
 
+namespace {
+
+// Bytes one element takes in a GPU buffer: a whole word when widened or narrowed, else its own size
+// (1, 2 or 4: a divisor of the 4-byte word).
+uint64_t stored_element_bytes(const kernel::StorageType& storage) {
+  const bool one_per_word = storage.kind == kernel::StorageKind::Widened || storage.kind == kernel::StorageKind::Narrowed;
+  return one_per_word ? 4 : dtype_size(storage.logical);
+}
+
+}  // namespace
+
+void GpuTensorData::download_elements(int64_t first, int64_t count, uint8_t* out) const {
+  const uint64_t element = stored_element_bytes(storage_);
+  const uint64_t begin = first * element / 4 * 4;
+  const uint64_t end = ((first + count) * element + 3) / 4 * 4;
+  const std::vector<std::byte> raw = context_->recorder().read(buffer_->range(begin, end - begin), "read tensor elements back");
+  std::vector<uint8_t> words(raw.size());
+  std::memcpy(words.data(), raw.data(), raw.size());
+  const Tensor window = decode_from_gpu(words, storage_, {static_cast<int64_t>((end - begin) / element)});
+  const size_t host_element = dtype_size(storage_.logical);
+  std::memcpy(out, window.data() + (first - static_cast<int64_t>(begin / element)) * host_element, count * host_element);
+}
+
 std::shared_ptr<gpu::PooledBuffer> new_buffer(GpuContext& context, uint64_t bytes, std::string_view op) {
   return std::make_shared<gpu::PooledBuffer>(context.pool().acquire(std::max<uint64_t>(bytes, 4), gpu::BufferKind::Storage, op));
 }

@@ -19,6 +19,8 @@ class GpuTensorData final : public DeviceData {
 
   // Reads the buffer back (submitting and waiting for the work recorded so far) and decodes it.
   void download(uint8_t* out, size_t nbytes) const override;
+  // Reads the words that hold those elements only.
+  void download_elements(int64_t first, int64_t count, uint8_t* out) const override;
 
   const GpuContext* context() const { return context_.get(); }
   const std::shared_ptr<gpu::PooledBuffer>& buffer() const { return buffer_; }

@@ -1,0 +1,105 @@
+#pragma once
+// wgml::Generator: the token loop of an exported causal language model over a Session.
+//
+//   wgml::Session session("llama.pte", {.device = "webgpu"});
+//   wgml::Generator generator(session);
+//   auto tokens = generator.generate(prompt_ids, {.max_new_tokens = 64},
+//                                    [](int64_t token) { std::cout << token << "\n"; return true; });
+//
+// The program is called as ExecuTorch's LLM runner calls it: input 0 holds token ids [1, T]
+// (int64), input 1 their positions (`cache_position` [T], or a start position [1]); output 0 holds
+// logits ([1, T, vocab], [T, vocab] or [1, vocab]). The KV cache lives in the program's mutable
+// buffers, which the Session keeps between calls. A prompt is fed in chunks of the program's
+// largest token count, then one token per call; only the logits row a step samples from is read.
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "wgml/session.h"
+
+namespace wgml {
+
+struct SamplingOptions {
+  float temperature = 0;  // 0: greedy (argmax)
+  int64_t top_k = 0;      // 0: all tokens
+  float top_p = 1;        // nucleus: the smallest set of tokens whose probability reaches top_p
+  uint64_t seed = 0;
+};
+
+struct GenerationOptions {
+  int64_t max_new_tokens = 128;
+  SamplingOptions sampling;
+  std::vector<int64_t> stop_tokens;  // generation ends after emitting one of these
+  // The program's sequence capacity (its KV cache length); 0 when unknown. Generation stops
+  // before it; without it, a step past the cache fails with the program's own error.
+  int64_t max_sequence = 0;
+};
+
+// Where the time of one generate() call went. Counters are zero on the CPU.
+struct GenerationStats {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t prefill_calls = 0;
+  double prefill_ms = 0;      // the prompt's calls
+  double first_token_ms = 0;  // from the start until the first new token was sampled
+  double decode_ms = 0;       // every later token: its call, its logits read and its sampling
+  RunStats decode_totals;     // GPU work of the decode steps together
+  int64_t decode_steps = 0;   // tokens made by a 1-token call
+  double prompt_tokens_per_s() const { return prefill_ms > 0 ? prompt_tokens * 1e3 / prefill_ms : 0; }
+  double decode_tokens_per_s() const { return decode_ms > 0 ? decode_steps * 1e3 / decode_ms : 0; }
+};
+
+// Called with each new token as it is made; returning false stops generation.
+using TokenCallback = std::function<bool(int64_t token)>;
+
+class Generator {
+ public:
+  // Checks that the session's program has the signature above; throws wgml::Error(InvalidArgument)
+  // naming the input or output that does not fit.
+  explicit Generator(Session& session);
+
+  // The most tokens one call takes (the token input's upper bound; 1 for a decode-only export).
+  int64_t max_tokens_per_call() const { return max_tokens_per_call_; }
+  int64_t vocab_size() const { return vocab_size_; }
+  // Tokens in the cache so far: the next call writes at this position.
+  int64_t position() const { return position_; }
+
+  // Feeds `prompt` (at least one token) after what the cache holds, then samples up to max_new_tokens; returns the new
+  // tokens (a stop token included).
+  std::vector<int64_t> generate(std::span<const int64_t> prompt, const GenerationOptions& options,
+                                const TokenCallback& on_token = {});
+  // Forgets the sequence: the next generate() starts at position 0 (the stale cache entries are
+  // overwritten before any attention reads them).
+  void reset() { position_ = 0; }
+
+  // The logits row after feeding `tokens` (at least one): one row of vocab_size floats.
+  std::vector<float> forward(std::span<const int64_t> tokens);
+
+  const GenerationStats& stats() const { return stats_; }
+
+ private:
+  std::vector<Value> inputs_for(std::span<const int64_t> tokens) const;
+
+  Session& session_;
+  bool positions_per_token_ = true;  // cache_position [T]; else a start position [1]
+  int64_t max_tokens_per_call_ = 1;
+  int64_t vocab_size_ = 0;
+  int64_t position_ = 0;
+  GenerationStats stats_;
+};
+
+// Picks the next token from one logits row: argmax when temperature is 0 (the first of equal
+// maxima), else a draw from the tempered, top-k and top-p filtered distribution.
+class Sampler {
+ public:
+  explicit Sampler(const SamplingOptions& options);
+  int64_t next(std::span<const float> logits);
+
+ private:
+  SamplingOptions options_;
+  std::mt19937_64 random_;  // specified by the standard: a seed gives the same tokens everywhere
+};
+
+}  // namespace wgml
