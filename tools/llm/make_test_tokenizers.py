@@ -46,6 +46,8 @@ LLAMA2_CHAT_TEMPLATE = (
 
 TEST_STRINGS = [
     "Hello, world!",
+    "Wow!!! Really?! Hi!!",
+    "unbelievable tokenization of Cafés, naïvely",
     "The quick brown fox jumps over the lazy dog.",
     "a",
     " leading space",
