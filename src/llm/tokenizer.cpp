@@ -284,6 +284,32 @@ std::unique_ptr<Tokenizer::State> load_tokenizer_json(const fs::path& file, Defa
   return state;
 }
 
+// Llama 3's split pattern as Meta's tokenizer.py has it. pytorch/tokenizers' Tiktoken defaults to
+// the pattern without `\s+(?!\S)`, which RE2 lacks, and so splits runs of spaces differently; the
+// library takes the full pattern through its PCRE2 fallback.
+constexpr std::string_view kLlama3Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Llama 3.1's 256 special tokens, which follow the ranks of its tiktoken file (pytorch/tokenizers'
+// Tiktoken default).
+std::vector<std::string> llama3_special_tokens() {
+  std::vector<std::string> tokens = {"<|begin_of_text|>",
+                                     "<|end_of_text|>",
+                                     "<|reserved_special_token_0|>",
+                                     "<|reserved_special_token_1|>",
+                                     "<|finetune_right_pad_id|>",
+                                     "<|step_id|>",
+                                     "<|start_header_id|>",
+                                     "<|end_header_id|>",
+                                     "<|eom_id|>",
+                                     "<|eot_id|>",
+                                     "<|python_tag|>"};
+  for (int reserved = 2; tokens.size() < 256; ++reserved) {
+    tokens.push_back("<|reserved_special_token_" + std::to_string(reserved) + "|>");
+  }
+  return tokens;
+}
+
 std::unique_ptr<Tokenizer::State> load_tokenizer_model(const fs::path& file, Defaults& defaults) {
   const std::string path = file.string();
   auto state = std::make_unique<Tokenizer::State>();
@@ -298,7 +324,8 @@ std::unique_ptr<Tokenizer::State> load_tokenizer_model(const fs::path& file, Def
     return state;
   }
   // Meta's original Llama 3 tokenizer.model: tiktoken ranks with Llama 3's special tokens.
-  auto tiktoken = std::make_unique<tokenizers::Tiktoken>();
+  auto tiktoken = std::make_unique<tokenizers::Tiktoken>(std::string(kLlama3Split), llama3_special_tokens(),
+                                                         /*bos_token_index=*/0, /*eos_token_index=*/1);
   if (auto error = tiktoken->load(path); error != tokenizers::Error::Ok) {
     throw Error(ErrorCode::InvalidFormat, path + ": neither a SentencePiece model (" + sentencepiece_message +
                                               ") nor a tiktoken file (pytorch/tokenizers: error " + library_error_name(error) +

@@ -10,17 +10,25 @@ Writes, from the committed corpus.txt next to the output (text written for these
         `generation_config.json` (two stop tokens).
   spm/  a Llama-2-like SentencePiece BPE `tokenizer.model` (byte fallback, <unk> <s> </s> = 0 1 2), vocab 512,
         with its `tokenizer_config.json`.
-  each: `encodings.json`, for every string of TEST_STRINGS the ids the reference library gives without and
-        with the BOS token and the text it decodes them to.
+  tiktoken/  the BPE's vocabulary as a tiktoken `tokenizer.model`, the format of Meta's original Llama 3
+        release (ranks = ids; Llama 3's 256 special tokens follow them), no config files.
+  each: `encodings.json`, for every string of TEST_STRINGS the ids the reference library (tokenizers,
+        sentencepiece, tiktoken) gives without and with the BOS token and the text it decodes them to; and
+        for bpe and spm, `chat`: the prompt jinja2 renders from the chat template for one user message,
+        as transformers' apply_chat_template(add_generation_prompt=True) does.
 
 Training is deterministic (single thread), so rerunning rewrites the same files. The C++ tests read only the
 committed output; python is needed only to regenerate it (pip install tokenizers sentencepiece).
 """
+import base64
 import json
 import sys
 from pathlib import Path
 
+import jinja2
+import jinja2.sandbox
 import sentencepiece as spm
+import tiktoken
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 VOCAB_SIZE = 512
@@ -37,12 +45,37 @@ LLAMA3_CHAT_TEMPLATE = (
     "{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
 )
+# Llama 2's chat template (meta-llama/Llama-2-7b-chat-hf).
 LLAMA2_CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
-    "{{ '[INST] ' + message['content'] | trim + ' [/INST]' }}"
-    "{% elif message['role'] == 'assistant' %}{{ ' ' + message['content'] | trim + ' ' + eos_token }}"
-    "{% endif %}{% endfor %}"
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+    "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}"
+    "{% set system_message = false %}{% endif %}{% for message in loop_messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if loop.index0 == 0 and system_message != false %}"
+    "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+    "{% else %}{% set content = message['content'] %}{% endif %}"
+    "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
+    "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}"
 )
+
+# Meta's Llama 3.1 special tokens, the ones pytorch/tokenizers' Tiktoken assumes.
+LLAMA3_TIKTOKEN_SPECIAL = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|reserved_special_token_0|>",
+    "<|reserved_special_token_1|>",
+    "<|finetune_right_pad_id|>",
+    "<|step_id|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "<|python_tag|>",
+] + [f"<|reserved_special_token_{i}|>" for i in range(2, 247)]
+
+CHAT_SYSTEM = "You answer in one word."
+CHAT_USER = "  What colour is the sky? Ça va? 😀 "
 
 TEST_STRINGS = [
     "Hello, world!",
@@ -192,6 +225,68 @@ def spm_encodings(sp: spm.SentencePieceProcessor) -> dict:
     }
 
 
+def byte_level_decoder() -> dict:
+    """GPT-2's map from the printable characters of byte-level tokens back to bytes."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    chars = printable[:]
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
+
+
+def write_tiktoken(bpe: Tokenizer, out: Path) -> tiktoken.Encoding:
+    to_byte = byte_level_decoder()
+    specials = set(LLAMA3_SPECIAL)
+    ranks = {
+        bytes(to_byte[c] for c in token): rank
+        for token, rank in bpe.get_vocab(with_added_tokens=False).items()
+        if token not in specials
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [f"{base64.b64encode(token).decode()} {rank}\n" for token, rank in sorted(ranks.items(), key=lambda x: x[1])]
+    (out / "tokenizer.model").write_text("".join(lines))
+    return tiktoken.Encoding(
+        "wgml-test",
+        pat_str=LLAMA3_SPLIT,
+        mergeable_ranks=ranks,
+        special_tokens={token: len(ranks) + i for i, token in enumerate(LLAMA3_TIKTOKEN_SPECIAL)},
+    )
+
+
+def tiktoken_encodings(enc: tiktoken.Encoding) -> dict:
+    bos = enc.encode_single_token("<|begin_of_text|>")
+    cases = []
+    for text in TEST_STRINGS:
+        ids = enc.encode(text, allowed_special="all")
+        cases.append({"text": text, "ids": ids, "ids_with_bos": [bos] + ids, "decoded": enc.decode(ids)})
+    return {
+        "library": "tiktoken",
+        "bos_id": bos,
+        "eos_ids": [enc.encode_single_token(t) for t in ["<|end_of_text|>", "<|eot_id|>", "<|eom_id|>"]],
+        "vocab_size": enc.n_vocab,
+        "cases": cases,
+    }
+
+
+def chat_prompts(config: dict) -> dict:
+    """What transformers' apply_chat_template renders (its Jinja settings) for one user message."""
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    template = env.from_string(config["chat_template"])
+    tokens = {"bos_token": config["bos_token"], "eos_token": config["eos_token"]}
+    user = [{"role": "user", "content": CHAT_USER}]
+    system = [{"role": "system", "content": CHAT_SYSTEM}]
+    return {
+        "system": CHAT_SYSTEM,
+        "user": CHAT_USER,
+        "prompt": template.render(messages=user, add_generation_prompt=True, **tokens),
+        "prompt_with_system": template.render(messages=system + user, add_generation_prompt=True, **tokens),
+    }
+
+
 def write_json(path: Path, value) -> None:
     path.write_text(json.dumps(value, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
@@ -210,9 +305,15 @@ def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else repo / "tests/fixtures/llm/tokenizers"
     corpus = repo / "tests/fixtures/llm/tokenizers/corpus.txt"
     bpe = train_bpe(corpus, out / "bpe")
-    write_encodings(out / "bpe/encodings.json", bpe_encodings(bpe))
+    write_encodings(out / "bpe/encodings.json", bpe_encodings(bpe) | {"chat": chat_prompts(read(out / "bpe"))})
     sp = train_spm(corpus, out / "spm")
-    write_encodings(out / "spm/encodings.json", spm_encodings(sp))
+    write_encodings(out / "spm/encodings.json", spm_encodings(sp) | {"chat": chat_prompts(read(out / "spm"))})
+    enc = write_tiktoken(bpe, out / "tiktoken")
+    write_encodings(out / "tiktoken/encodings.json", tiktoken_encodings(enc))
+
+
+def read(model_dir: Path) -> dict:
+    return json.loads((model_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
 
 
 if __name__ == "__main__":
