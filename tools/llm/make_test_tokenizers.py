@@ -22,6 +22,7 @@ committed output; python is needed only to regenerate it (pip install tokenizers
 """
 import base64
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -272,19 +273,35 @@ def tiktoken_encodings(enc: tiktoken.Encoding) -> dict:
     }
 
 
-def chat_prompts(config: dict) -> dict:
-    """What transformers' apply_chat_template renders (its Jinja settings) for one user message."""
+def chat_prompts(config: dict, encode) -> dict:
+    """What transformers' apply_chat_template renders (its Jinja settings) for one user message, and its ids."""
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     template = env.from_string(config["chat_template"])
     tokens = {"bos_token": config["bos_token"], "eos_token": config["eos_token"]}
     user = [{"role": "user", "content": CHAT_USER}]
     system = [{"role": "system", "content": CHAT_SYSTEM}]
+    prompt = template.render(messages=user, add_generation_prompt=True, **tokens)
+    prompt_with_system = template.render(messages=system + user, add_generation_prompt=True, **tokens)
     return {
         "system": CHAT_SYSTEM,
         "user": CHAT_USER,
-        "prompt": template.render(messages=user, add_generation_prompt=True, **tokens),
-        "prompt_with_system": template.render(messages=system + user, add_generation_prompt=True, **tokens),
+        "prompt": prompt,
+        "prompt_ids": encode(prompt),
+        "prompt_with_system": prompt_with_system,
+        "prompt_with_system_ids": encode(prompt_with_system),
     }
+
+
+def legacy_llama_encode(sp: spm.SentencePieceProcessor, text: str) -> list:
+    """transformers' Llama tokenizer (legacy=True, Llama 2's setting): <s> and </s> written in the text are
+    their tokens, and SentencePiece encodes each piece between them on its own."""
+    ids = []
+    for part in re.split(r"(<s>|</s>)", text):
+        if part in ("<s>", "</s>"):
+            ids.append(sp.piece_to_id(part))
+        elif part:
+            ids += sp.encode(part)
+    return ids
 
 
 def write_json(path: Path, value) -> None:
@@ -305,9 +322,11 @@ def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else repo / "tests/fixtures/llm/tokenizers"
     corpus = repo / "tests/fixtures/llm/tokenizers/corpus.txt"
     bpe = train_bpe(corpus, out / "bpe")
-    write_encodings(out / "bpe/encodings.json", bpe_encodings(bpe) | {"chat": chat_prompts(read(out / "bpe"))})
+    bpe_chat = chat_prompts(read(out / "bpe"), lambda text: bpe.encode(text, add_special_tokens=False).ids)
+    write_encodings(out / "bpe/encodings.json", bpe_encodings(bpe) | {"chat": bpe_chat})
     sp = train_spm(corpus, out / "spm")
-    write_encodings(out / "spm/encodings.json", spm_encodings(sp) | {"chat": chat_prompts(read(out / "spm"))})
+    spm_chat = chat_prompts(read(out / "spm"), lambda text: legacy_llama_encode(sp, text))
+    write_encodings(out / "spm/encodings.json", spm_encodings(sp) | {"chat": spm_chat})
     enc = write_tiktoken(bpe, out / "tiktoken")
     write_encodings(out / "tiktoken/encodings.json", tiktoken_encodings(enc))
 
