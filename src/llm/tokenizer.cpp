@@ -505,11 +505,9 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_bos) cons
   return ids;
 }
 
-std::string Tokenizer::decode(std::span<const TokenId> ids) const { return valid_utf8(decode_bytes(ids)); }
+std::string Tokenizer::decode(std::span<const TokenId> ids) const { return valid_utf8(state_->codec->decode_bytes(ids)); }
 
-std::string Tokenizer::decode_bytes(std::span<const TokenId> ids) const { return state_->codec->decode_bytes(ids); }
-
-TextStream Tokenizer::stream(std::span<const TokenId> context) const { return TextStream(*this, context); }
+TextStream Tokenizer::stream(std::span<const TokenId> context) const { return TextStream(*state_, context); }
 
 std::optional<TokenId> Tokenizer::bos_id() const { return state_->bos; }
 bool Tokenizer::adds_bos() const { return state_->adds_bos; }
@@ -523,7 +521,7 @@ const std::string& Tokenizer::path() const { return state_->path; }
 // The last context tokens kept: enough for any leading-space or byte-fallback decision.
 constexpr size_t kStreamContext = 4;
 
-TextStream::TextStream(const Tokenizer& tokenizer, std::span<const TokenId> context) : tokenizer_(&tokenizer) {
+TextStream::TextStream(const Tokenizer::State& tokenizer, std::span<const TokenId> context) : tokenizer_(&tokenizer) {
   auto kept = context.subspan(context.size() - std::min(context.size(), kStreamContext));
   window_.assign(kept.begin(), kept.end());
   emitted_ = window_.size();
@@ -542,8 +540,9 @@ std::string TextStream::flush() { return take(true); }
 std::string TextStream::take(bool at_end) {
   if (window_.size() == emitted_) return {};
   std::span<const TokenId> ids(window_);
-  const std::string before = tokenizer_->decode_bytes(ids.first(emitted_));
-  const std::string all = tokenizer_->decode_bytes(ids);
+  // The bytes as the library decodes them: a text may end inside a character.
+  const std::string before = tokenizer_->codec->decode_bytes(ids.first(emitted_));
+  const std::string all = tokenizer_->codec->decode_bytes(ids);
   const bool unfinished = ends_inside_character(all) || std::string_view(all).ends_with(kReplacementCharacter);
   if (!at_end && (unfinished || all.size() <= before.size())) return {};
   std::string text = valid_utf8(std::string_view(all).substr(std::min(before.size(), all.size())));

@@ -71,16 +71,14 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::unique_ptr<State> state);
-  // The bytes of `ids` as the library decodes them: a text may end inside a character.
-  std::string decode_bytes(std::span<const TokenId> ids) const;
 
   std::unique_ptr<State> state_;
-  friend class TextStream;
 };
 
 // Turns generated token ids into text as they come, emitting only complete characters: a character
 // whose bytes span several byte-level tokens (an emoji, CJK) appears once its last token arrives.
-// The text pushed so far plus flush() equals decode() of all the ids after the context.
+// The text pushed so far plus flush() equals decode() of all the ids after the context. It uses
+// the tokenizer's state, which moving the Tokenizer keeps; the Tokenizer must outlive it.
 class TextStream {
  public:
   // The text that `id` completes; empty while a character is still incomplete.
@@ -90,10 +88,10 @@ class TextStream {
 
  private:
   friend class Tokenizer;
-  TextStream(const Tokenizer& tokenizer, std::span<const TokenId> context);
+  TextStream(const Tokenizer::State& tokenizer, std::span<const TokenId> context);
   std::string take(bool at_end);
 
-  const Tokenizer* tokenizer_;
+  const Tokenizer::State* tokenizer_;
   // The ids from the start of the decoded window; the text of its first `emitted_` ids was
   // returned already (or is context). Decoding the window, not single ids, keeps the spaces
   // SentencePiece gives a piece only by its position.

@@ -73,7 +73,8 @@ class TokenizerFixture : public testing::TestWithParam<std::string> {
 
 TEST_P(TokenizerFixture, EncodesAsTheReferenceLibrary) {
   Tokenizer tokenizer = Tokenizer::load(dir().string());
-  for (const json& c : encodings()["cases"]) {
+  const json expected = encodings();
+  for (const json& c : expected["cases"]) {
     const std::string text = c["text"];
     EXPECT_EQ(tokenizer.encode(text, false), ids_of(c["ids"])) << text;
     EXPECT_EQ(tokenizer.encode(text, true), ids_of(c["ids_with_bos"])) << text;
@@ -82,14 +83,16 @@ TEST_P(TokenizerFixture, EncodesAsTheReferenceLibrary) {
 
 TEST_P(TokenizerFixture, DecodesAsTheReferenceLibrary) {
   Tokenizer tokenizer = Tokenizer::load(dir().string());
-  for (const json& c : encodings()["cases"]) {
+  const json expected = encodings();
+  for (const json& c : expected["cases"]) {
     EXPECT_EQ(tokenizer.decode(ids_of(c["ids"])), c["decoded"].get<std::string>()) << c["text"];
   }
 }
 
 TEST_P(TokenizerFixture, StreamsTheDecodedTextInWholeCharacters) {
   Tokenizer tokenizer = Tokenizer::load(dir().string());
-  for (const json& c : encodings()["cases"]) {
+  const json expected = encodings();
+  for (const json& c : expected["cases"]) {
     EXPECT_EQ(streamed(tokenizer, {}, ids_of(c["ids"])), c["decoded"].get<std::string>()) << c["text"];
   }
 }
@@ -98,7 +101,8 @@ TEST_P(TokenizerFixture, StreamsTheDecodedTextInWholeCharacters) {
 // leading spaces included (SentencePiece drops a text's first space).
 TEST_P(TokenizerFixture, StreamsAContinuationAfterItsContext) {
   Tokenizer tokenizer = Tokenizer::load(dir().string());
-  for (const json& c : encodings()["cases"]) {
+  const json expected = encodings();
+  for (const json& c : expected["cases"]) {
     std::vector<TokenId> ids = ids_of(c["ids_with_bos"]);
     const std::string whole = tokenizer.decode(ids);
     for (size_t split = 1; split < ids.size(); ++split) {
@@ -133,6 +137,16 @@ TEST(Tokenizer, NamesTheLibraryThatReadTheFile) {
   EXPECT_EQ(Tokenizer::load((kFixtures / "spm/tokenizer.model").string()).path(), (kFixtures / "spm/tokenizer.model").string());
 }
 
+TEST(Tokenizer, StreamOutlivesAMoveOfItsTokenizer) {
+  Tokenizer first = Tokenizer::load((kFixtures / "bpe").string());
+  const std::vector<TokenId> ids = first.encode("Ça va? 😀", false);
+  TextStream stream = first.stream();
+  Tokenizer moved = std::move(first);
+  std::string text;
+  for (TokenId id : ids) text += stream.push(id);
+  EXPECT_EQ(text + stream.flush(), "Ça va? 😀");
+}
+
 // A directory of scratch files, removed afterwards.
 class ScratchDir {
  public:
@@ -163,7 +177,8 @@ TEST(Tokenizer, ReadsMergesWrittenAsStrings) {
   }
   scratch.write("tokenizer.json", tokenizer.dump());
   Tokenizer loaded = Tokenizer::load(scratch.path().string());
-  for (const json& c : read_json(kFixtures / "bpe/encodings.json")["cases"]) {
+  const json expected = read_json(kFixtures / "bpe/encodings.json");
+  for (const json& c : expected["cases"]) {
     EXPECT_EQ(loaded.encode(c["text"].get<std::string>(), false), ids_of(c["ids"])) << c["text"];
   }
 }

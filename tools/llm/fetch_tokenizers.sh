@@ -41,7 +41,8 @@ if [[ "$(cat "$dir/.done" 2>/dev/null)" != "$stamp" ]]; then
     exit 1
   fi
   rm -rf "$dir"
-  tar -xzf "$tmp/$name.tar.gz" -C "$cache" \
+  # --touch: a re-fetch (a changed patch) makes the build recompile every file.
+  tar --touch --no-same-owner -xzf "$tmp/$name.tar.gz" -C "$cache" \
     "$name/LICENSE" "$name/include" "$name/src" "$name/third-party/llama.cpp-unicode"
   if [[ -f "$patch_file" ]]; then
     log "applying $(basename "$patch_file")"
