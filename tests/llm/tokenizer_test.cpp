@@ -118,6 +118,7 @@ TEST_P(TokenizerFixture, StreamsAContinuationAfterItsContext) {
 TEST_P(TokenizerFixture, ReadsSpecialTokensFromTheConfigs) {
   Tokenizer tokenizer = Tokenizer::load(dir().string());
   const json expected = encodings();
+  EXPECT_EQ(expected["cases"].size(), 123u);  // 23 chosen strings, 100 generated ones
   EXPECT_EQ(tokenizer.vocab_size(), expected["vocab_size"].get<int64_t>());
   EXPECT_EQ(tokenizer.bos_id(), expected["bos_id"].get<TokenId>());
   EXPECT_TRUE(tokenizer.adds_bos());

@@ -12,7 +12,7 @@ Writes, from the committed corpus.txt next to the output (text written for these
         with its `tokenizer_config.json`.
   tiktoken/  the BPE's vocabulary as a tiktoken `tokenizer.model`, the format of Meta's original Llama 3
         release (ranks = ids; Llama 3's 256 special tokens follow them), no config files.
-  each: `encodings.json`, for every string of TEST_STRINGS the ids the reference library (tokenizers,
+  each: `encodings.json`, for every string of TEST_STRINGS and 100 generated ones the ids the reference library (tokenizers,
         sentencepiece, tiktoken) gives without and with the BOS token and the text it decodes them to; and
         for bpe and spm, `chat`: the prompt jinja2 renders from the chat template for one user message,
         as transformers' apply_chat_template(add_generation_prompt=True) does.
@@ -22,6 +22,7 @@ committed output; python is needed only to regenerate it (pip install tokenizers
 """
 import base64
 import json
+import random
 import re
 import sys
 from pathlib import Path
@@ -75,6 +76,9 @@ LLAMA3_TIKTOKEN_SPECIAL = [
     "<|python_tag|>",
 ] + [f"<|reserved_special_token_{i}|>" for i in range(2, 247)]
 
+# How many generated strings follow TEST_STRINGS (mixed_strings).
+MIXED_STRINGS = 100
+
 CHAT_SYSTEM = "You answer in one word."
 CHAT_USER = "  What colour is the sky? Ça va? 😀 "
 
@@ -103,6 +107,24 @@ TEST_STRINGS = [
     "A longer sentence: the cache keeps the keys and values of every past token, so each step computes one row.",
     "",
 ]
+
+
+def mixed_strings(corpus: str, count: int) -> list:
+    """Deterministic strings mixing corpus snippets with runs of punctuation, spaces and rarer characters:
+    many pre-tokens that are not one vocabulary entry, so the merges decide."""
+    rng = random.Random(0)
+    extra = "!!??..,,;:()[]{}<>/\\|'\"`~@#$%^&*-_=+ \t\n\r  éüñçøß日本語中文한국어😀🚀👍👩‍💻🇫🇷❤️ℵ∮☃\u200b\u00a0"
+    strings = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 4)):
+            if rng.random() < 0.6:
+                start = rng.randrange(len(corpus))
+                parts.append(corpus[start : start + rng.randint(1, 40)])
+            else:
+                parts.append("".join(rng.choice(extra) for _ in range(rng.randint(1, 6))))
+        strings.append("".join(parts))
+    return strings
 
 
 def train_bpe(corpus: Path, out: Path) -> Tokenizer:
@@ -321,6 +343,7 @@ def main() -> None:
     repo = Path(__file__).resolve().parents[2]
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else repo / "tests/fixtures/llm/tokenizers"
     corpus = repo / "tests/fixtures/llm/tokenizers/corpus.txt"
+    TEST_STRINGS.extend(mixed_strings(corpus.read_text(encoding="utf-8"), MIXED_STRINGS))
     bpe = train_bpe(corpus, out / "bpe")
     bpe_chat = chat_prompts(read(out / "bpe"), lambda text: bpe.encode(text, add_special_tokens=False).ids)
     write_encodings(out / "bpe/encodings.json", bpe_encodings(bpe) | {"chat": bpe_chat})
