@@ -166,17 +166,21 @@ class SentencePieceCodec : public Codec {
   std::string path_;
 };
 
+// A JSON object from `path`; none when there is no such file.
 std::optional<json> read_json_if_present(const fs::path& path) {
   std::ifstream file(path);
   if (!file) {
     if (fs::exists(path)) throw Error(ErrorCode::Io, path.string() + ": cannot be read");
     return std::nullopt;
   }
+  json parsed;
   try {
-    return json::parse(file);
+    parsed = json::parse(file);
   } catch (const json::exception& e) {
     throw Error(ErrorCode::InvalidFormat, path.string() + ": not valid JSON (" + e.what() + ")");
   }
+  if (!parsed.is_object()) throw Error(ErrorCode::InvalidFormat, path.string() + ": expected a JSON object");
+  return parsed;
 }
 
 std::optional<std::string> read_text_if_present(const fs::path& path) {
@@ -213,8 +217,9 @@ std::vector<TokenId> ids_of(const json& value, const fs::path& file, const char*
 // alone or inside a Sequence): that token's text.
 std::optional<std::string> template_first_special_token(const json& processor) {
   if (!processor.is_object()) return std::nullopt;
-  const std::string type = processor.value("type", "");
-  if (type == "Sequence" && processor.contains("processors")) {
+  const std::string type =
+      processor.contains("type") && processor["type"].is_string() ? processor["type"].get<std::string>() : "";
+  if (type == "Sequence" && processor.contains("processors") && processor["processors"].is_array()) {
     for (const json& inner : processor["processors"]) {
       if (auto token = template_first_special_token(inner)) return token;
     }
@@ -222,8 +227,8 @@ std::optional<std::string> template_first_special_token(const json& processor) {
   if (type != "TemplateProcessing" || !processor.contains("single") || processor["single"].empty()) {
     return std::nullopt;
   }
-  const json& first = processor["single"][0];
-  if (first.contains("SpecialToken") && first["SpecialToken"].contains("id")) {
+  const json& first = processor["single"].is_array() ? processor["single"][0] : json();
+  if (first.contains("SpecialToken") && first["SpecialToken"].contains("id") && first["SpecialToken"]["id"].is_string()) {
     return first["SpecialToken"]["id"].get<std::string>();
   }
   return std::nullopt;
@@ -257,10 +262,11 @@ namespace {
 std::unique_ptr<Tokenizer::State> load_tokenizer_json(const fs::path& file, Defaults& defaults) {
   const std::string path = file.string();
   json parsed = *read_json_if_present(file);
-  if (!parsed.is_object() || !parsed.contains("model")) {
+  if (!parsed.contains("model") || !parsed["model"].is_object()) {
     throw Error(ErrorCode::InvalidFormat, path + ": expected a Hugging Face tokenizer.json (an object with \"model\")");
   }
-  const std::string model_type = parsed["model"].value("type", "BPE");
+  const json& model = parsed["model"];
+  const std::string model_type = model.contains("type") && model["type"].is_string() ? model["type"].get<std::string>() : "BPE";
   if (model_type != "BPE") {
     throw Error(ErrorCode::Unsupported,
                 path + ": model type " + model_type + "; expected BPE (pytorch/tokenizers' HFTokenizer reads byte-level BPE)");
@@ -373,13 +379,20 @@ void apply_configs(Tokenizer::State& state, const fs::path& dir, const Defaults&
     }
     return *id;
   };
+  auto checked = [&](TokenId id, const fs::path& file, const char* key) {
+    if (id < 0 || id >= codec.vocab_size()) {
+      throw Error(ErrorCode::InvalidFormat,
+                  file.string() + ": " + key + " " + std::to_string(id) + " is outside the vocabulary of " + state.path);
+    }
+    return id;
+  };
 
   state.bos = defaults.bos;
   if (tokenizer_config.contains("bos_token")) {
     auto bos = token_text(tokenizer_config, "bos_token");
     state.bos = bos ? std::optional<TokenId>(resolve(*bos)) : std::nullopt;
   } else if (generation_config.contains("bos_token_id") && generation_config["bos_token_id"].is_number_integer()) {
-    state.bos = generation_config["bos_token_id"].get<TokenId>();
+    state.bos = checked(generation_config["bos_token_id"].get<TokenId>(), generation_config_path, "bos_token_id");
   }
   state.adds_bos = defaults.adds_bos;
   if (tokenizer_config.contains("add_bos_token") && tokenizer_config["add_bos_token"].is_boolean()) {
@@ -389,14 +402,13 @@ void apply_configs(Tokenizer::State& state, const fs::path& dir, const Defaults&
 
   if (generation_config.contains("eos_token_id") && !generation_config["eos_token_id"].is_null()) {
     for (TokenId id : ids_of(generation_config["eos_token_id"], generation_config_path, "eos_token_id")) {
-      add_unique(state.eos, id);
+      add_unique(state.eos, checked(id, generation_config_path, "eos_token_id"));
     }
   }
   if (auto eos = token_text(tokenizer_config, "eos_token")) add_unique(state.eos, resolve(*eos));
   if (state.eos.empty() || state.kind != "tokenizer.json") {
     for (TokenId id : defaults.eos) add_unique(state.eos, id);
   }
-  for (TokenId id : state.eos) check_in_vocabulary(id, codec.vocab_size(), state.path);
 
   if (auto file = read_text_if_present(dir / "chat_template.jinja")) {
     state.chat_template = *file;
@@ -405,7 +417,9 @@ void apply_configs(Tokenizer::State& state, const fs::path& dir, const Defaults&
     // Several named templates: the default one.
     if (it->is_array()) {
       for (const json& named : *it) {
-        if (named.value("name", "") == "default") state.chat_template = named.value("template", "");
+        if (named.is_object() && named.value("name", json()) == "default" && named.value("template", json()).is_string()) {
+          state.chat_template = named["template"].get<std::string>();
+        }
       }
     }
   }

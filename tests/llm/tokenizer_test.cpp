@@ -235,6 +235,10 @@ TEST(Tokenizer, RejectsMissingAndBrokenFilesNamingThem) {
 
   fs::path json_file = scratch.write("tokenizer.json", "{\"model\": [1, 2");
   expect_error(json_file.string(), ErrorCode::InvalidFormat, json_file.string() + ": not valid JSON");
+  scratch.write("tokenizer.json", R"({"model": 5})");
+  expect_error(json_file.string(), ErrorCode::InvalidFormat, json_file.string() + ": expected a Hugging Face");
+  scratch.write("tokenizer.json", R"([1, 2])");
+  expect_error(json_file.string(), ErrorCode::InvalidFormat, json_file.string() + ": expected a JSON object");
   scratch.write("tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {}}})");
   expect_error(json_file.string(), ErrorCode::Unsupported, json_file.string() + ": model type WordPiece");
   scratch.write("tokenizer.json", R"({"model": {"type": "BPE"}})");
@@ -247,6 +251,14 @@ TEST(Tokenizer, RejectsMissingAndBrokenFilesNamingThem) {
   fs::copy_file(kFixtures / "bpe/tokenizer.json", scratch.path() / "model/tokenizer.json");
   fs::path config = scratch.write("model/tokenizer_config.json", R"({"eos_token": "<|no such token|>"})");
   expect_error((scratch.path() / "model").string(), ErrorCode::InvalidFormat, config.string());
+  scratch.write("model/tokenizer_config.json", R"(["not", "an", "object"])");
+  expect_error((scratch.path() / "model").string(), ErrorCode::InvalidFormat, config.string() + ": expected a JSON object");
+  fs::remove(config);
+  fs::path generation = scratch.write("model/generation_config.json", R"({"eos_token_id": [1, "two"]})");
+  expect_error((scratch.path() / "model").string(), ErrorCode::InvalidFormat, generation.string());
+  scratch.write("model/generation_config.json", R"({"eos_token_id": 100000})");
+  expect_error((scratch.path() / "model").string(), ErrorCode::InvalidFormat,
+               generation.string() + ": eos_token_id 100000 is outside the vocabulary");
 }
 
 TEST(Tokenizer, RejectsIdsOutsideTheVocabulary) {
