@@ -11,6 +11,7 @@ debian_packages=(
   cmake ninja-build g++ clang clang-format libclang-rt-14-dev ccache python3 python3-venv
   flatbuffers-compiler libflatbuffers-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libprotobuf-dev protobuf-compiler
+  pkg-config curl patch libre2-dev libpcre2-dev libsentencepiece-dev
 )
 
 missing=()
@@ -64,4 +65,8 @@ fi
 # wgpu-native, the WebGPU implementation wgml opens at run time, from the PyPI wheel `wgpu` into
 # .cache/webgpu (the build records its path there; nothing is fetched when it is already present).
 "$repo/tools/webgpu/fetch_webgpu.sh" >/dev/null
+
+# pytorch/tokenizers (ExecuTorch's tokenizer library), the PyPI sdist's C++ sources, into
+# .cache/tokenizers: src/llm builds them against the Debian packages above.
+"$repo/tools/llm/fetch_tokenizers.sh" >/dev/null
 log "ready"

@@ -1,9 +1,15 @@
 #include "generate_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
+#include <filesystem>
+#include <optional>
+
+#include "llm/chat_format.h"
 #include "wgml/error.h"
+#include "wgml/tokenizer.h"
 
 namespace wgml::cli {
 namespace {
@@ -41,12 +47,25 @@ void print_stats(const GenerationStats& s, bool details) {
                t.pipelines_compiled / n);
 }
 
+std::string model_directory(const std::string& model) {
+  const std::filesystem::path dir = std::filesystem::path(model).parent_path();
+  return dir.empty() ? "." : dir.string();
+}
+
 }  // namespace
 
 GenerateCommand::GenerateCommand(CLI::App& app) {
   command_ = app.add_subcommand("generate", "Generate text with an LLM exported by ExecuTorch's MLX LLM path");
   session_.add_to(*command_);
-  command_->add_option("--prompt-ids", prompt_ids_, "The prompt as token ids, comma-separated")->required();
+  auto* prompt = command_->add_option("--prompt", prompt_, "The prompt text");
+  auto* ids = command_->add_option("--prompt-ids", prompt_ids_, "The prompt as token ids, comma-separated (no tokenizer needed)");
+  prompt->excludes(ids);
+  command_->add_option("--tokenizer", tokenizer_path_,
+                       "tokenizer.json / tokenizer.model, or their directory (default: the model's directory)");
+  command_->add_flag("--chat", chat_, "Wrap the prompt as one user message in the model's chat format");
+  command_->add_option("--chat-format", chat_format_, "llama3, chatml or llama2 (default: recognised from the tokenizer)");
+  command_->add_option("--system", system_, "A system message for --chat");
+  command_->add_flag("--ids", print_ids_, "Print token ids, one per line, instead of text");
   command_->add_option("--max-new-tokens", options_.max_new_tokens, "Tokens to generate")->capture_default_str();
   command_->add_option("--temperature", options_.sampling.temperature, "0: greedy")->capture_default_str();
   command_->add_option("--top-k", options_.sampling.top_k, "Sample from the k likeliest tokens (0: all)")->capture_default_str();
@@ -57,14 +76,41 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   command_->add_flag("--stats", stats_, "Also print GPU work per decode token: dispatches, submits, bytes moved");
 }
 
+std::vector<int64_t> GenerateCommand::prompt_tokens(const Tokenizer* tokenizer) const {
+  if (!prompt_ids_.empty()) return parse_ids(prompt_ids_);
+  if (!tokenizer) throw Error(ErrorCode::InvalidArgument, "generate: expected --prompt TEXT or --prompt-ids IDS");
+  if (!chat_ && chat_format_.empty()) return tokenizer->encode(prompt_, tokenizer->adds_bos());
+  std::optional<ChatFormat> format =
+      chat_format_.empty() ? detect_chat_format(*tokenizer) : std::optional(chat_format_from_name(chat_format_));
+  if (!format)
+    throw Error(ErrorCode::InvalidArgument, tokenizer->path() +
+                                                ": --chat: the tokenizer's chat template is of no known format; name one with "
+                                                "--chat-format llama3|chatml|llama2");
+  return chat_prompt(*tokenizer, *format, prompt_, system_);
+}
+
 int GenerateCommand::run() const {
+  std::optional<Tokenizer> tokenizer;
+  if (prompt_ids_.empty() || !tokenizer_path_.empty())
+    tokenizer = Tokenizer::load(tokenizer_path_.empty() ? model_directory(session_.path) : tokenizer_path_);
+  const std::vector<int64_t> prompt = prompt_tokens(tokenizer ? &*tokenizer : nullptr);
+  GenerationOptions options = options_;
+  if (options.stop_tokens.empty() && tokenizer) options.stop_tokens = tokenizer->eos_ids();
   Session session = session_.open();
   Generator generator(session);
-  const std::vector<int64_t> prompt = parse_ids(prompt_ids_);
-  generator.generate(prompt, options_, [](int64_t token) {
-    std::cout << token << "\n" << std::flush;
+  std::optional<TextStream> text;
+  if (tokenizer && !print_ids_) text.emplace(tokenizer->stream(prompt));
+  generator.generate(prompt, options, [&](int64_t token) {
+    const bool stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end();
+    if (stop && text) return true;
+    if (text)
+      std::cout << text->push(token);
+    else
+      std::cout << token << "\n";
+    std::cout << std::flush;
     return true;
   });
+  if (text) std::cout << text->flush() << "\n";
   print_stats(generator.stats(), stats_);
   if (session_.profile()) print_profile(session, session_.trace_path);
   return 0;

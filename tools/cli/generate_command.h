@@ -7,6 +7,10 @@
 #include "session_args.h"
 #include "wgml/generator.h"
 
+namespace wgml {
+class Tokenizer;
+}
+
 namespace wgml::cli {
 
 class GenerateCommand {
@@ -16,9 +20,17 @@ class GenerateCommand {
   int run() const;
 
  private:
+  std::vector<int64_t> prompt_tokens(const Tokenizer* tokenizer) const;
+
   CLI::App* command_;
   SessionArgs session_;
+  std::string prompt_;
   std::string prompt_ids_;
+  std::string tokenizer_path_;
+  std::string chat_format_;
+  bool chat_ = false;
+  std::string system_;
+  bool print_ids_ = false;
   GenerationOptions options_;
   bool stats_ = false;
 };
