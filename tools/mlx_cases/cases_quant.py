@@ -127,6 +127,20 @@ def quantized_matmul_coverage():
         c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), biases=ib, group_size=group,
                bits=bits, mode="affine", transpose=True)
         out.append(c)
+    # The mx fp modes with half-precision activations, decode and tiled rows, both layouts.
+    for mode, bits, dtype, M, transpose in (("mxfp4", 4, mx.bfloat16, 1, True), ("mxfp8", 8, mx.float16, 9, True),
+                                            ("mxfp4", 4, mx.float16, 3, False), ("mxfp8", 8, mx.bfloat16, 2, False)):
+        K, N = 256, 13 if transpose else 64
+        w = d.floats((N, K) if transpose else (K, N), mx.float32, -1, 1)
+        q, s, _ = quantize(w, mode, bits, 32)
+        x = d.floats((M, K), dtype, -1, 1)
+        expected = float_accumulated(mx.quantized_matmul, x, q, s, None, transpose=transpose, group_size=32, bits=bits,
+                                     mode=mode)
+        c = Case(f"cover_{mode}_m{M}_{'t' if transpose else 'n'}_{dtype}".replace("mlx.core.", ""))
+        ix, iq, is_ = c.input(x), c.input(q), c.input(s)
+        c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), group_size=32, bits=bits, mode=mode,
+               transpose=transpose)
+        out.append(c)
     return out
 
 
