@@ -65,6 +65,8 @@ struct OpCase {
   uint64_t copy_bytes = 0;
   // Compute-bound ops: their flop per run; they are measured against the FMA kernel instead.
   double flops = 0;
+  // The largest relative difference from `expected` accepted (a bfloat16 output rounds by up to 2^-8).
+  double tolerance = 2e-3;
 };
 
 double at(const Tensor& t, int64_t i) { return load_as_double(t.dtype(), t.data(), i); }
@@ -336,6 +338,119 @@ void add_matmul_cases(std::vector<OpCase>& cases) {
   }
 }
 
+// Affine-quantized weights as MLX packs them: [experts..., rows, depth * bits / 32] u32 words
+// (values LSB first along each row) with a scale and a bias per `group` values, in `dtype`.
+struct QuantizedWeights {
+  Tensor w, scales, biases;
+  int64_t depth = 0;
+  int bits = 4, group = 64;
+
+  // The weight of row `row` (counted over the experts), column `col`: scale * q + bias.
+  double at_rc(int64_t row, int64_t col) const {
+    const auto* words = w.data_as<uint32_t>() + row * (depth * bits / 32);
+    const int64_t bit = col * bits;
+    uint64_t v = words[bit / 32] >> (bit % 32);
+    if (bit % 32 + bits > 32) v |= uint64_t{words[bit / 32 + 1]} << (32 - bit % 32);
+    const int64_t g = row * (depth / group) + col / group;
+    return at(scales, g) * static_cast<double>(v & ((1u << bits) - 1)) + at(biases, g);
+  }
+};
+
+QuantizedWeights random_quantized(Shape rows, int64_t depth, int bits, int group, DType dtype, uint32_t seed) {
+  QuantizedWeights q;
+  q.depth = depth, q.bits = bits, q.group = group;
+  Shape words = rows, groups = rows;
+  words.push_back(depth * bits / 32);
+  groups.push_back(depth / group);
+  q.w = Tensor(DType::UInt32, words);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < q.w.numel(); ++i) q.w.mutable_data_as<uint32_t>()[i] = rng();
+  // Scales that keep each weight about 1 in size, as a quantized layer's are about its range.
+  q.scales = random_floats(dtype, groups, seed + 1);
+  q.biases = random_floats(dtype, groups, seed + 2);
+  for (int64_t i = 0; i < q.scales.numel(); ++i)
+    store_double(dtype, q.scales.mutable_data(), i, at(q.scales, i) / double(1 << bits));
+  return q;
+}
+
+double quantized_bytes(const QuantizedWeights& q, int64_t rows) {
+  const int64_t per_row = q.w.dim(q.w.rank() - 1) * 4 + 2 * (q.depth / q.group) * int64_t(dtype_size(q.scales.dtype()));
+  return static_cast<double>(rows * per_row);
+}
+
+// Quantized matmuls (affine, x @ w.T): decode QMVs over Llama-style layer weights, 4-bit (the
+// common case), 8-bit and 2-bit at group 64, read at the copy bandwidth (bytes: packed weights,
+// scales, biases, x and y); a 4-bit prefill QMM against the FMA ceiling; and the mixture-of-experts
+// decode: one token's top-2 of 8 experts (GatherQmm), the two experts' bytes. Only the cases
+// `only` selects are built (the weights are large).
+void add_quantized_cases(std::vector<OpCase>& cases, const std::string& only) {
+  const auto wanted = [&](const std::string& label) { return label.find(only) != std::string::npos; };
+  constexpr int kGroup = 64;
+  for (const int bits : {4, 8, 2})
+    for (const auto& [rows, depth] : {std::pair{int64_t(4096), int64_t(4096)}, std::pair{int64_t(14336), int64_t(4096)}})
+      for (const DType dtype : {DType::Float16, DType::BFloat16}) {
+        const std::string label = "QuantizedMatmul QMV " + std::to_string(bits) + "-bit g64 " + std::string(dtype_name(dtype)) +
+                                  " [1, " + std::to_string(depth) + "] @ [" + std::to_string(rows) + ", " +
+                                  std::to_string(depth) + "].T";
+        if (!wanted(label)) continue;
+        const QuantizedWeights q = random_quantized({rows}, depth, bits, kGroup, dtype, 21);
+        const Tensor x = random_floats(dtype, {1, depth}, 22);
+        const double bytes = quantized_bytes(q, rows) + double(dtype_size(dtype)) * (depth + rows);
+        OpCase c{label,
+                 "QuantizedMatmul",
+                 {{"x", x}, {"w", q.w}, {"scales", q.scales}, {"biases", q.biases}},
+                 {{"bits", kernel::Value(int64_t{bits})}, {"group_size", kernel::Value(int64_t{kGroup})}},
+                 bytes,
+                 [=](int64_t k) {
+                   double sum = 0;
+                   for (int64_t i = 0; i < depth; ++i) sum += at(x, i) * q.at_rc(k, i);
+                   return sum;
+                 }};
+        c.copy_bytes = static_cast<uint64_t>(bytes / 2);
+        if (dtype == DType::BFloat16) c.tolerance = 8e-3;
+        cases.push_back(std::move(c));
+      }
+  const int64_t prefill = 512, side = 4096;
+  if (const std::string label = "QuantizedMatmul QMM 4-bit g64 f16 [512, 4096] @ [4096, 4096].T"; wanted(label)) {
+    const QuantizedWeights q = random_quantized({side}, side, 4, kGroup, DType::Float16, 23);
+    const Tensor x = random_floats(DType::Float16, {prefill, side}, 24);
+    OpCase c{label,
+             "QuantizedMatmul",
+             {{"x", x}, {"w", q.w}, {"scales", q.scales}, {"biases", q.biases}},
+             {{"bits", kernel::Value(int64_t{4})}, {"group_size", kernel::Value(int64_t{kGroup})}},
+             quantized_bytes(q, side) + 2.0 * (prefill * side * 2),
+             [=](int64_t k) {
+               double sum = 0;
+               for (int64_t i = 0; i < side; ++i) sum += at(x, (k / side) * side + i) * q.at_rc(k % side, i);
+               return sum;
+             }};
+    c.flops = 2.0 * prefill * side * side;
+    cases.push_back(std::move(c));
+  }
+  if (const std::string label = "GatherQmm 4-bit g64 f16 top-2 of 8 experts [14336, 4096].T, 1 token"; wanted(label)) {
+    const int64_t experts = 8, rows = 14336;
+    const QuantizedWeights q = random_quantized({experts, rows}, side, 4, kGroup, DType::Float16, 25);
+    const Tensor x = random_floats(DType::Float16, {1, 1, side}, 26);
+    Tensor chosen(DType::UInt32, {1, 2});
+    chosen.mutable_data_as<uint32_t>()[0] = 5;
+    chosen.mutable_data_as<uint32_t>()[1] = 2;
+    const double bytes = quantized_bytes(q, 2 * rows) + 2.0 * (side + 2 * rows);
+    OpCase c{label,
+             "GatherQmm",
+             {{"x", x}, {"w", q.w}, {"scales", q.scales}, {"biases", q.biases}, {"rhs_indices", chosen}},
+             {{"bits", kernel::Value(int64_t{4})}, {"group_size", kernel::Value(int64_t{kGroup})}},
+             bytes,
+             [=](int64_t k) {
+               const int64_t expert = chosen.data_as<uint32_t>()[k / rows];
+               double sum = 0;
+               for (int64_t i = 0; i < side; ++i) sum += at(x, i) * q.at_rc(expert * rows + k % rows, i);
+               return sum;
+             }};
+    c.copy_bytes = static_cast<uint64_t>(bytes / 2);
+    cases.push_back(std::move(c));
+  }
+}
+
 // A 3x3 convolution, 64 -> 64 channels on 224 x 224 (padding 1): FLOP-bound, so its rate is
 // measured against the FMA kernel.
 OpCase conv2d_case() {
@@ -431,6 +546,7 @@ std::vector<OpCase> op_cases(const Options& o) {
                    [=](int64_t k) { return at(square, (k % side) * side + k / side); }});
   add_attention_cases(cases);
   add_matmul_cases(cases);
+  add_quantized_cases(cases, o.only);
   cases.push_back(conv2d_case());
   return cases;
 }
@@ -623,7 +739,8 @@ int main(int argc, char** argv) {
       const kernel::KernelPlan plan = plan_for(*gpu, c);
       const auto placed = backend::webgpu::place_inputs(gpu, plan, c.inputs);
       const double error = check(c, backend::webgpu::run_plan(gpu, plan, placed).at("out"));
-      if (error > 2e-3) throw Error(ErrorCode::Runtime, c.label + ": result differs from the CPU by " + std::to_string(error));
+      if (error > c.tolerance)
+        throw Error(ErrorCode::Runtime, c.label + ": result differs from the CPU by " + std::to_string(error));
       nlohmann::json op = {{"op", c.label}};
       std::vector<Way> ways;
       const uint64_t out_bytes = c.copy_bytes ? c.copy_bytes : plan.tensor("out")->gpu_bytes;

@@ -52,7 +52,10 @@ std::optional<StorageType> default_storage(DType dtype) {
 StorageType declared_storage(DType dtype, const std::string& storage, const std::string& narrowing, const std::string& tensor) {
   const std::string what = "'" + tensor + "' (" + std::string(dtype_name(dtype)) + ") with storage \"" + storage + "\"";
   if (storage == "packed") {
-    if (dtype_size(dtype) > 2) throw Error(ErrorCode::Unsupported, what + ": only 8- and 16-bit types pack into u32 words");
+    // A 32-bit element is its own word: packed is its native storage (a quantized kernel's scales
+    // are packed bfloat16 or float16 pairs, or plain float32).
+    if (dtype_size(dtype) == 4 && default_storage(dtype)) return *default_storage(dtype);
+    if (dtype_size(dtype) > 2) throw Error(ErrorCode::Unsupported, what + ": only 8-, 16- and 32-bit types pack into u32 words");
     return {dtype, StorageKind::Packed, "u32"};
   }
   if (storage != "uint32" && storage != "int32")

@@ -8,7 +8,7 @@
 //   tensors of ML programs hold indices and positions).
 // A spec input may declare another storage: "uint32"/"int32" with `narrowing: "checked"` (int64
 // write indices: a range-checked conversion on upload), or "packed" (8- and 16-bit elements kept
-// at their size, packed into u32 words that the template unpacks). The GPU backend converts
+// at their size, packed into u32 words that the template unpacks; 32-bit types stay native). The GPU backend converts
 // (backend/webgpu/host_packing.h).
 #include <cstdint>
 #include <optional>
@@ -41,7 +41,7 @@ std::optional<StorageType> default_storage(DType dtype);
 
 // The storage a spec declares with `storage` ("uint32", "int32", "packed") and `narrowing`
 // ("checked" or empty). Throws wgml::Error(Unsupported) naming `tensor` when the pair cannot hold
-// `dtype` (e.g. packed float32, or a narrowing storage without narrowing: "checked").
+// `dtype` (e.g. packed int64, or a narrowing storage without narrowing: "checked").
 StorageType declared_storage(DType dtype, const std::string& storage, const std::string& narrowing, const std::string& tensor);
 
 // Bytes of the GPU buffer for `numel` elements: whole u32 words, at least one.

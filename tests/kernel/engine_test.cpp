@@ -152,7 +152,9 @@ TEST(SpecValidation, BindingsDispatchStorage) {
   EXPECT_THAT(spec_error(j), HasSubstr("an array in a uniform struct needs elements of 16 bytes"));
   j = scale_spec();
   j["inputs"]["x"]["storage"] = "packed";
-  EXPECT_THAT(spec_error(j), HasSubstr("inputs.x.storage: 'x' (float32) with storage \"packed\": only 8- and 16-bit types pack"));
+  j["typeConstraints"]["T"] = {"float32", "int64"};
+  EXPECT_THAT(spec_error(j),
+              HasSubstr("inputs.x.storage: 'x' (int64) with storage \"packed\": only 8-, 16- and 32-bit types pack"));
   j = scale_spec();
   j["variants"][0]["passes"][0]["viewAlias"] = Json::array({{{"input", "x"}, {"output", "z"}}});
   EXPECT_THAT(spec_error(j), HasSubstr("viewAlias[0].output: 'z' is not a binding of an output in this pass"));

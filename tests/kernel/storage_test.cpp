@@ -30,8 +30,10 @@ TEST(SpecStorage, DefaultStorageFollowsTheDesign) {
 }
 
 TEST(SpecStorage, DeclaredStoragesThatCannotHoldTheTypeAreRejected) {
-  EXPECT_THAT(error_of([] { declared_storage(DType::Float32, "packed", "", "x"); }, ErrorCode::Unsupported),
-              HasSubstr("'x' (float32) with storage \"packed\": only 8- and 16-bit types pack into u32 words"));
+  EXPECT_THAT(error_of([] { declared_storage(DType::Int64, "packed", "", "x"); }, ErrorCode::Unsupported),
+              HasSubstr("'x' (int64) with storage \"packed\": only 8-, 16- and 32-bit types pack into u32 words"));
+  EXPECT_EQ(declared_storage(DType::Float32, "packed", "", "s"), *default_storage(DType::Float32));
+  EXPECT_EQ(declared_storage(DType::BFloat16, "packed", "", "s"), (StorageType{DType::BFloat16, StorageKind::Packed, "u32"}));
   EXPECT_THAT(error_of([] { declared_storage(DType::Int64, "uint32", "", "i"); }, ErrorCode::Unsupported),
               HasSubstr("a conversion that can lose values needs narrowing: \"checked\""));
   EXPECT_THAT(error_of([] { declared_storage(DType::Float32, "uint32", "checked", "x"); }, ErrorCode::Unsupported),

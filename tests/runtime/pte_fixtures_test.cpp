@@ -144,7 +144,7 @@ TEST_P(PteFixtureOnTheGpu, RunsEntirelyOnTheGpu) {
 
 INSTANTIATE_TEST_SUITE_P(RealExports, PteFixtureOnTheGpu,
                          ::testing::Values("elementwise_layout", "attention_block", "linear_act", "linear_bf16", "kv_cache",
-                                           "dynamic_seq"),
+                                           "dynamic_seq", "quantized_linear"),
                          [](const auto& info) { return info.param; });
 
 // Random float32 values in [-1, 1) from a fixed seed.

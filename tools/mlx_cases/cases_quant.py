@@ -37,6 +37,16 @@ def dequantize_cases():
             c.node("DequantizeNode", w=iq, scales=is_, out=c.output(expected), group_size=group, bits=bits, mode=mode,
                    dtype=scalar_type(dtype) if dtype is not None else None)
             out.append(c)
+    # Rows of several groups, a batch of matrices, every width (the GPU expands 32 values a chunk).
+    for i, (bits, group) in enumerate(AFFINE):
+        dtype = (mx.bfloat16, mx.float16, mx.float32)[i % 3]
+        w = d.floats((2, 3, 3 * group) if i % 2 else (5, 4 * group), dtype)
+        q, s, b = quantize(w, "affine", bits, group)
+        c = Case(f"rows_b{bits}_g{group}_{dtype}".replace("mlx.core.", ""))
+        iq, is_, ib = c.input(q), c.input(s), c.input(b)
+        c.node("DequantizeNode", w=iq, scales=is_, out=c.output(mx.dequantize(q, s, b, group, bits, mode="affine")),
+               biases=ib, group_size=group, bits=bits, mode="affine")
+        out.append(c)
     w = d.floats((2, 64), mx.float32, -6, 6)
     gs = mx.array([0.75], mx.float32)
     q, s = mx.quantize(w, group_size=16, bits=4, mode="nvfp4", global_scale=gs)[:2]
@@ -65,12 +75,71 @@ def quantized_matmul_cases():
             w = d.floats((K, 2 * group), dtype, -1, 1)
         q, s, b = quantize(w, mode, bits, group)
         x = d.floats((2, 3, K) if transpose else (3, K), dtype, -1, 1)
-        expected = mx.quantized_matmul(x, q, s, b, transpose=transpose, group_size=group, bits=bits, mode=mode)
+        expected = float_accumulated(mx.quantized_matmul, x, q, s, b, transpose=transpose, group_size=group, bits=bits,
+                                     mode=mode)
         c = Case(f"{mode}_b{bits}_g{group}_{'t' if transpose else 'n'}")
         ix, iq, is_ = c.input(x), c.input(q), c.input(s)
         ib = c.input(b) if b is not None else None
         c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), biases=ib, group_size=group,
                bits=bits, mode=mode, transpose=transpose)
+        out.append(c)
+    return out + quantized_matmul_coverage()
+
+
+def float_accumulated(op, x, *args, **kwargs):
+    """MLX's result with float accumulation (what its GPU kernels compute, and the reference's
+    contract): x, the scales and the biases widened to float32, the result rounded once. MLX's CPU
+    kernels round the running sum to bfloat16/float16 after every element instead."""
+    widen = lambda a: a.astype(mx.float32) if a is not None and a.dtype in (mx.float16, mx.bfloat16) else a
+    return op(widen(x), *[widen(a) for a in args], **kwargs).astype(x.dtype)
+
+
+def quantized_matmul_coverage():
+    """Every affine bit width and group size, rows M in {1, 3, 8, 9, 33} (the decode kernel up to 8
+    rows, the tiled one above), odd N, K of several groups, both layouts, every activation dtype;
+    then bfloat16 and float16 products over K >= 512, where a running sum rounded after every
+    element would drift beyond the tolerance."""
+    d = Data("QuantizedMatmulCoverage")
+    out = []
+    rows = (1, 3, 8, 9, 33)
+    for i, (bits, group) in enumerate(AFFINE):
+        dtype = (mx.bfloat16, mx.float16, mx.float32)[i % 3]
+        M, transpose = rows[i % len(rows)], i % 4 != 3
+        K = group * (3 if group < 128 else 2)
+        N = 13 + 2 * (i % 5) if transpose else 2 * group
+        w = d.floats((N, K) if transpose else (K, N), dtype, -1, 1)
+        q, s, b = quantize(w, "affine", bits, group)
+        x = d.floats((M, K) if i % 2 else (1, M, K), dtype, -1, 1)
+        expected = float_accumulated(mx.quantized_matmul, x, q, s, b, transpose=transpose, group_size=group, bits=bits)
+        c = Case(f"cover_b{bits}_g{group}_m{M}_{'t' if transpose else 'n'}_{dtype}".replace("mlx.core.", ""))
+        ix, iq, is_, ib = c.input(x), c.input(q), c.input(s), c.input(b)
+        c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), biases=ib, group_size=group,
+               bits=bits, mode="affine", transpose=transpose)
+        out.append(c)
+    for dtype, bits, group, M, K, N in ((mx.bfloat16, 4, 64, 1, 1024, 37), (mx.bfloat16, 8, 128, 9, 768, 21),
+                                        (mx.float16, 4, 32, 2, 512, 40), (mx.bfloat16, 2, 64, 5, 2048, 8)):
+        w = d.floats((N, K), dtype, -1, 1)
+        q, s, b = quantize(w, "affine", bits, group)
+        x = d.floats((M, K), dtype, -1, 1)
+        expected = float_accumulated(mx.quantized_matmul, x, q, s, b, transpose=True, group_size=group, bits=bits)
+        c = Case(f"long_k{K}_b{bits}_g{group}_m{M}_{dtype}".replace("mlx.core.", ""))
+        ix, iq, is_, ib = c.input(x), c.input(q), c.input(s), c.input(b)
+        c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), biases=ib, group_size=group,
+               bits=bits, mode="affine", transpose=True)
+        out.append(c)
+    # The mx fp modes with half-precision activations, decode and tiled rows, both layouts.
+    for mode, bits, dtype, M, transpose in (("mxfp4", 4, mx.bfloat16, 1, True), ("mxfp8", 8, mx.float16, 9, True),
+                                            ("mxfp4", 4, mx.float16, 3, False), ("mxfp8", 8, mx.bfloat16, 2, False)):
+        K, N = 256, 13 if transpose else 64
+        w = d.floats((N, K) if transpose else (K, N), mx.float32, -1, 1)
+        q, s, _ = quantize(w, mode, bits, 32)
+        x = d.floats((M, K), dtype, -1, 1)
+        expected = float_accumulated(mx.quantized_matmul, x, q, s, None, transpose=transpose, group_size=32, bits=bits,
+                                     mode=mode)
+        c = Case(f"cover_{mode}_m{M}_{'t' if transpose else 'n'}_{dtype}".replace("mlx.core.", ""))
+        ix, iq, is_ = c.input(x), c.input(q), c.input(s)
+        c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), group_size=32, bits=bits, mode=mode,
+               transpose=transpose)
         out.append(c)
     return out
 
@@ -94,6 +163,22 @@ def gather_mm_cases():
         ir = c.input(ri) if ri is not None else None
         c.node("GatherMmNode", a=ia, b=ib, out=c.output(mx.gather_mm(a, b, li, ri, sorted_indices=bool(flag))),
                lhs_indices=il, rhs_indices=ir, sorted_indices_flag=iv(flag) if flag is not None else None)
+        out.append(c)
+    # The GPU's two layouts (at most 8 rows, tiles above), odd sizes, broadcast index tensors,
+    # half precision (accumulated in float).
+    for name, ashape, bshape, lhs, rhs, dtype in (
+            ("tokens_top2_f16", (3, 1, 1, 40), (5, 40, 23), None, [[1, 4], [0, 2], [3, 3]], mx.float16),
+            ("tiled_rows_bf16", (2, 37, 20), (3, 20, 9), [[1], [0]], [[2, 0]], mx.bfloat16),
+            ("tiled_rows_f32", (1, 70, 33), (2, 33, 66), None, [1, 0, 1], mx.float32)):
+        a, b = d.floats(ashape, dtype), d.floats(bshape, dtype)
+        li = mx.array(lhs, mx.uint32) if lhs is not None else None
+        ri = mx.array(rhs, mx.uint32)
+        c = Case(name)
+        ia, ib = c.input(a), c.input(b)
+        il = c.input(li) if li is not None else None
+        ir = c.input(ri)
+        c.node("GatherMmNode", a=ia, b=ib, out=c.output(float_accumulated(mx.gather_mm, a, b, li, ri)),
+               lhs_indices=il, rhs_indices=ir)
         out.append(c)
     return out
 
@@ -122,6 +207,27 @@ def gather_qmm_cases():
         il = c.input(li) if li is not None else None
         ir = c.input(ri)
         c.node("GatherQmmNode", x=ix, w=iq, scales=is_, out=c.output(expected), mode=mode, biases=ib, lhs_indices=il,
+               rhs_indices=ir, transpose=transpose, group_size=group, bits=bits)
+        out.append(c)
+    # A mixture-of-experts layer's shapes (tokens x top-k experts, x [T, 1, 1, K]), rows above the
+    # decode kernel's 8, the [K, N] layout, half precision, odd N, broadcast index tensors.
+    for name, bits, group, transpose, xshape, E, N, lhs, rhs, dtype in (
+            ("moe_tokens_top2_bf16", 4, 64, True, (3, 1, 1, 192), 4, 29, None, [[1, 3], [0, 1], [2, 2]], mx.bfloat16),
+            ("moe_prefill_rows_f16", 8, 32, True, (2, 12, 96), 3, 17, [[0], [1]], [[2, 0]], mx.float16),
+            ("not_transposed_rows_bf16", 2, 64, False, (2, 10, 128), 2, 128, None, [1, 0], mx.bfloat16),
+            ("six_bits_f32", 6, 128, True, (1, 3, 256), 3, 11, None, [2, 1, 0], mx.float32)):
+        K = xshape[-1]
+        w = d.floats((E, N, K) if transpose else (E, K, N), dtype, -1, 1)
+        q, s, b = quantize(w, "affine", bits, group)
+        x = d.floats(xshape, dtype, -1, 1)
+        li = mx.array(lhs, mx.uint32) if lhs is not None else None
+        ri = mx.array(rhs, mx.uint32)
+        expected = float_accumulated(mx.gather_qmm, x, q, s, b, li, ri, transpose=transpose, group_size=group, bits=bits)
+        c = Case(name)
+        ix, iq, is_, ib = c.input(x), c.input(q), c.input(s), c.input(b)
+        il = c.input(li) if li is not None else None
+        ir = c.input(ri)
+        c.node("GatherQmmNode", x=ix, w=iq, scales=is_, out=c.output(expected), mode="affine", biases=ib, lhs_indices=il,
                rhs_indices=ir, transpose=transpose, group_size=group, bits=bits)
         out.append(c)
     return out

@@ -3,9 +3,11 @@
 // Modes (MLX's): `affine` w = scale * q + bias, q unsigned, packed LSB-first into uint32 words
 // along K (3/5/6-bit values straddle words); `nvfp4` E2M1 values with E4M3 scales per 16 and an
 // optional global scale; `mxfp4` E2M1 and `mxfp8` E4M3 values with E8M0 (power-of-two) scales per
-// 32. Half-precision arithmetic follows MLX's CPU kernels step by step: every product and sum is
-// rounded to the compute dtype, in MLX's order, so f16/bf16 results match MLX's, not an ideal.
-// float32 uses double (within MLX's float rounding at these sizes).
+// 32. The matmuls (QuantizedMatmul, GatherQmm) accumulate in double and round once, when the
+// result is stored: MLX's GPU kernels accumulate f16/bf16 products in float (its CPU kernels round
+// the running sum to the compute dtype after every element, an error that grows with K).
+// Dequantize follows MLX's element arithmetic step by step: scale * q and + bias are each
+// rounded to the compute dtype.
 #include <cmath>
 #include <vector>
 
@@ -159,23 +161,16 @@ void dequantize(const ir::DequantizeNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, std::move(out));
 }
 
-// x_row [K] . (column n of the selected matrix), in MLX's kernel order for the compute dtype.
-// transpose: the matrix is [N, K] (x @ w.T), else [K, N]; its first row is `row_base`.
-double quantized_dot(const double* x, const QuantizedMatrix& q, int64_t row_base, int64_t n, int64_t k_size, bool transpose,
-                     const Rounder& r) {
-  auto row = [&](int64_t k) { return transpose ? row_base + n : row_base + k; };
-  auto col = [&](int64_t k) { return transpose ? k : n; };
+// x_row [K] . (column n of the selected matrix) in double: each weight is scale * value (+ bias)
+// of the stored numbers, exactly. transpose: the matrix is [N, K] (x @ w.T), else [K, N]; its
+// first row is `row_base`.
+double quantized_dot(const double* x, const QuantizedMatrix& q, int64_t row_base, int64_t n, int64_t k_size, bool transpose) {
+  const Rounder exact{DType::Float64};
   double sum = 0;
-  if (q.f.mode == Mode::Affine) {
-    for (int64_t k = 0; k < k_size; ++k) sum = r(sum + r(x[k] * q.affine_weight(row(k), col(k), r)));
-  } else if (transpose) {  // per group: gsum of x * value, then sum += scale * gsum
-    for (int64_t k0 = 0; k0 < k_size; k0 += q.f.group_size) {
-      double gsum = 0;
-      for (int64_t k = k0; k < k0 + q.f.group_size; ++k) gsum = r(gsum + r(x[k] * r(q.raw(row(k), col(k)))));
-      sum = r(sum + r(q.scale(row(k0), col(k0), r) * gsum));
-    }
-  } else {  // result += x * scale * value, k by k
-    for (int64_t k = 0; k < k_size; ++k) sum = r(sum + r(r(x[k] * q.scale(row(k), col(k), r)) * r(q.raw(row(k), col(k)))));
+  for (int64_t k = 0; k < k_size; ++k) {
+    const int64_t row = transpose ? row_base + n : row_base + k, col = transpose ? k : n;
+    const double w = q.f.mode == Mode::Affine ? q.affine_weight(row, col, exact) : q.scale(row, col, exact) * q.raw(row, col);
+    sum += x[k] * w;
   }
   return sum;
 }
@@ -235,13 +230,12 @@ Tensor quantized_products(const Tensor& x, const QuantizedMatrix& q, bool transp
   shape.push_back(n_size);
   Tensor out(x.dtype(), shape);
   const std::vector<double> xv = to_doubles(x);
-  const Rounder r = compute_rounder(x.dtype());
   uint8_t* dst = out.mutable_data();
   for (size_t i = 0; i < g.a.size(); ++i)
     for (int64_t m = 0; m < m_size; ++m)
       for (int64_t n = 0; n < n_size; ++n) {
         const double* xr = xv.data() + (g.a[i] * m_size + m) * k_size;
-        const double v = quantized_dot(xr, q, g.b[i] * rows_per, n, k_size, transpose, r);
+        const double v = quantized_dot(xr, q, g.b[i] * rows_per, n, k_size, transpose);
         store_double(x.dtype(), dst, (static_cast<int64_t>(i) * m_size + m) * n_size + n, v);
       }
   return out;
