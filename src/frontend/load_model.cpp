@@ -39,6 +39,17 @@ std::vector<ir::MethodInput> method_inputs(const std::vector<PteMethodInput>& de
   return out;
 }
 
+// The method's outputs as program outputs: used only when each is one the delegate returns.
+std::vector<size_t> method_outputs(const std::vector<int64_t>& arguments, const ir::Program& program) {
+  std::vector<size_t> out;
+  const size_t first = program.inputs.size();
+  for (int64_t argument : arguments) {
+    if (argument < static_cast<int64_t>(first) || argument >= static_cast<int64_t>(first + program.outputs.size())) return {};
+    out.push_back(static_cast<size_t>(argument) - first);
+  }
+  return out;
+}
+
 }  // namespace
 
 ir::Model load_model(const std::string& path, const LoadOptions& options) {
@@ -60,6 +71,7 @@ ir::Model load_model(const std::string& path, const LoadOptions& options) {
     model.program = ir::read_payload(pte.payload, pte.payload_name);
     model.named_data = std::move(pte.named_data);
     model.method_inputs = method_inputs(pte.method_inputs, model.program);
+    model.method_outputs = method_outputs(pte.method_outputs, model.program);
   } else {
     throw Error(ErrorCode::InvalidFormat, path +
                                               ": byte 0: expected an ExecuTorch program (\"ET..\" at byte 4), an MLX "

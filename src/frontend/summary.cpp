@@ -36,6 +36,15 @@ std::vector<IoSummary> io_list(const ir::Model& model, const std::vector<ir::Slo
   return out;
 }
 
+// The method's outputs, when the model has a method signature.
+std::vector<IoSummary> output_list(const ir::Model& model) {
+  if (model.method_outputs.empty()) return io_list(model, model.program.outputs, "output_");
+  std::vector<IoSummary> out;
+  for (size_t i = 0; i < model.method_outputs.size(); ++i)
+    out.push_back(io_summary(model, model.program.outputs[model.method_outputs[i]], "output_" + std::to_string(i)));
+  return out;
+}
+
 // The method's inputs, when the model has a method signature: inputs the program never reads are
 // listed with their declared type.
 std::vector<IoSummary> input_list(const ir::Model& model) {
@@ -146,7 +155,7 @@ ModelSummary summarize(const ir::Model& model) {
                    {"outputs", p.num_output_tensors},     {"mutable_buffers", p.num_mutable_buffer_tensors},
                    {"temps", p.num_temp_tensors},         {"values", p.num_values}};
   s.inputs = input_list(model);
-  s.outputs = io_list(model, p.outputs, "output_");
+  s.outputs = output_list(model);
   s.mutable_buffers = io_list(model, p.mutable_buffers, "buffer_");
   s.constant_count = model.constants.size();
   for (const io::ByteView& c : model.constants) s.constant_bytes += c.size;

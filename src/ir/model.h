@@ -31,6 +31,9 @@ struct Model {
   std::vector<io::ByteView> constants;
   // The .pte method's inputs in its own order; empty when Program::inputs is the signature.
   std::vector<MethodInput> method_inputs;
+  // Per .pte method output, its index in Program::outputs; empty when Program::outputs is the
+  // signature.
+  std::vector<size_t> method_outputs;
   // What a source format says about itself beyond the program (ONNX: producer, IR version,
   // opsets) and how many of each source op it had before lowering.
   std::map<std::string, std::string> source_info;

@@ -119,7 +119,9 @@ std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
   try {
     run_chain(p.main_chain_idx);
     backend_.end_run(ctx_);
-    for (size_t i = 0; i < p.outputs.size(); ++i) outputs.push_back(take_output(i));
+    if (model_->method_outputs.empty())
+      for (size_t i = 0; i < p.outputs.size(); ++i) outputs.push_back(take_output(i));
+    for (size_t i : model_->method_outputs) outputs.push_back(take_output(i));
   } catch (...) {
     reset_transients();
     throw;

@@ -21,7 +21,7 @@ class Executor {
   Executor(std::shared_ptr<const ir::Model> model, const Backend& backend);
 
   // Positional inputs in the method's order (Model::method_inputs, else input_map order); returns
-  // outputs in output_map order.
+  // outputs in the method's order (Model::method_outputs, else output_map order).
   std::vector<Value> run(const std::vector<Value>& inputs);
 
   const ir::Model& model() const { return *model_; }

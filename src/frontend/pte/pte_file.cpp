@@ -113,16 +113,26 @@ ir::TensorMeta declared_meta(const et::Tensor& t, const std::string& path, const
   return meta;
 }
 
-PteMethodInput method_input(const et::ExecutionPlan& plan, int32_t value, const et::DelegateCall& call, const std::string& path,
-                            const std::string& what) {
+const et::EValue* method_value(const et::ExecutionPlan& plan, int32_t value, const std::string& path, const std::string& what) {
   const auto* values = plan.values();
   if (value < 0 || !values || static_cast<uint32_t>(value) >= values->size())
     fail(ErrorCode::InvalidFormat, path, what + ": value index " + std::to_string(value) + " out of range");
-  PteMethodInput in;
+  return values->Get(static_cast<uint32_t>(value));
+}
+
+// The first position of `value` among the call's arguments, or -1.
+int64_t argument_position(const et::DelegateCall& call, int32_t value) {
   const auto* args = call.args();
-  for (uint32_t a = 0; args && a < args->size() && in.delegate_arg < 0; ++a)
-    if (args->Get(a) == value) in.delegate_arg = a;
-  const et::EValue* evalue = values->Get(static_cast<uint32_t>(value));
+  for (uint32_t a = 0; args && a < args->size(); ++a)
+    if (args->Get(a) == value) return a;
+  return -1;
+}
+
+PteMethodInput method_input(const et::ExecutionPlan& plan, int32_t value, const et::DelegateCall& call, const std::string& path,
+                            const std::string& what) {
+  const et::EValue* evalue = method_value(plan, value, path, what);
+  PteMethodInput in;
+  in.delegate_arg = argument_position(call, value);
   if (const et::Tensor* tensor = evalue->val_as_Tensor()) {
     in.meta = declared_meta(*tensor, path, what);
   } else if (evalue->val_type() == et::KernelTypes::Int) {
@@ -133,16 +143,20 @@ PteMethodInput method_input(const et::ExecutionPlan& plan, int32_t value, const 
   return in;
 }
 
-// ExecutionPlan.inputs mapped onto the delegate call's arguments: ExecuTorch passes every declared
-// input, also one the delegate does not read.
-std::vector<PteMethodInput> read_method_inputs(const et::ExecutionPlan& plan, uint32_t delegate_index, const std::string& path,
-                                               const std::string& what) {
-  std::vector<PteMethodInput> out;
+// ExecutionPlan.inputs and outputs mapped onto the delegate call's arguments: ExecuTorch passes
+// every declared input, also one the delegate does not read, and returns only the method's outputs
+// (an LLM export's delegate also returns values that the method's own kernels copy elsewhere).
+void read_method_signature(const et::ExecutionPlan& plan, uint32_t delegate_index, const std::string& path,
+                           const std::string& what, PteContents& out) {
   const et::DelegateCall* call = find_delegate_call(plan, delegate_index);
-  if (!call || !plan.inputs()) return out;
+  if (!call || !plan.inputs() || !plan.outputs()) return;
   for (uint32_t i = 0; i < plan.inputs()->size(); ++i)
-    out.push_back(method_input(plan, plan.inputs()->Get(i), *call, path, what + ", input " + std::to_string(i)));
-  return out;
+    out.method_inputs.push_back(method_input(plan, plan.inputs()->Get(i), *call, path, what + ", input " + std::to_string(i)));
+  for (uint32_t i = 0; i < plan.outputs()->size(); ++i) {
+    const int32_t value = plan.outputs()->Get(i);
+    method_value(plan, value, path, what + ", output " + std::to_string(i));
+    out.method_outputs.push_back(argument_position(*call, value));
+  }
 }
 
 }  // namespace
@@ -176,7 +190,7 @@ PteContents read_pte(const io::ByteView& file, const std::string& path) {
       out.payload = delegate_bytes(program, *delegate, h, file, path, what);
       out.payload_name = path + ": " + what;
       out.named_data = read_named_data(program, h, file, path);
-      out.method_inputs = read_method_inputs(*plans->Get(p), d, path, what);
+      read_method_signature(*plans->Get(p), d, path, what, out);
       return out;
     }
   }

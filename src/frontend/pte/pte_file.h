@@ -30,6 +30,9 @@ struct PteContents {
   // The method's inputs in its own order; empty when the method has no DelegateCall to the MLX
   // delegate that the reader can follow.
   std::vector<PteMethodInput> method_inputs;
+  // Per method output, its position among the DelegateCall's arguments (-1: made outside the
+  // delegate); empty like method_inputs.
+  std::vector<int64_t> method_outputs;
 };
 
 bool looks_like_pte(const io::ByteView& file);
