@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""Export a Hugging Face causal LM to an ExecuTorch MLX-delegate .pte with ExecuTorch's own LLM exporter.
+
+The export itself is ExecuTorch 1.5.1's MLX LLM path, called as a library:
+`executorch.backends.mlx.examples.llm.export_llm_hf.export_llama_hf` with custom SDPA (`mlx::custom_sdpa`) and the
+mutable-buffer KV cache (`mlx::kv_cache_update`), i.e. `python -m executorch.backends.mlx.examples.llm.export_llm_hf
+--use-custom-sdpa --use-custom-kv-cache`, the options ExecuTorch's CI exports Llama-3.2-1B and Qwen3-0.6B with.
+`--quant 4w` is the CI's `--qlinear 4w --qembedding 4w` (torchao int4 weight-only, HQQ scales, group size 32 unless
+`--group-size` says otherwise; a tied lm_head stays tied to the quantised embedding).
+
+Model source, one of:
+  --model-dir DIR   a Hugging Face checkpoint directory: config.json, the weights as *.safetensors (one file or an
+                    index with shards), and the tokenizer files (tokenizer.json and/or tokenizer.model,
+                    tokenizer_config.json, optionally generation_config.json / special_tokens_map.json /
+                    chat_template.jinja). Architectures transformers' AutoModelForCausalLM loads and the exporter
+                    supports (Llama, Qwen2, Qwen3, Mistral, Gemma, ...).
+  --config NAME     random weights from a fixed seed (see CONFIGS): tiny-llama and tiny-qwen3 for tests (they
+                    take the committed test tokenizer tests/fixtures/llm/tokenizers/bpe), llama-1b and llama-8b
+                    for benchmarks (no tokenizer; token ids only).
+
+Next to --out it writes:
+  config.json            the model's Hugging Face config (architecture for tools/llm/make_references.py)
+  tokenizer files        copied from the checkpoint or the test tokenizer
+  generation.json        bos/eos ids, max_seq_len, the largest call (prefill chunk), the exported signature
+                         (names, dtypes, shapes, dynamic-dim bounds), KV-cache buffers, node histogram, exporter
+                         arguments and versions
+and with --reference also reference.json and the decode-step .npy files (tools/llm/make_references.py).
+
+Environment: /work/venv-export as in docs/llm-export.md (executorch 1.5.1, torch 2.14.1, transformers 5.23.0).
+Usage:
+  python tools/export_llm.py --config tiny-llama --dtype fp32 --quant none --out /tmp/tiny/model.pte --reference
+  python tools/export_llm.py --model-dir ~/Llama-3.2-1B-Instruct --dtype bf16 --quant 4w --max-seq-len 2048 \\
+      --out llama1b/model.pte
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "tools" / "fixtures"))
+
+# Generates the MLX delegate's python bindings the wheel lacks, then imports torch and executorch (see
+# docs/fixtures.md, "Missing generated bindings"); its payload inspector is reused below.
+import export_pte_fixtures as ptefx  # noqa: E402
+
+import torch  # noqa: E402
+from executorch.backends.mlx.examples.llm.export_llm_hf import export_llama_hf  # noqa: E402
+
+TEST_TOKENIZER_DIR = REPO_ROOT / "tests" / "fixtures" / "llm" / "tokenizers" / "bpe"
+TOKENIZER_FILES = [
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "generation_config.json",
+    "chat_template.jinja",
+]
+EXPORTER = "executorch.backends.mlx.examples.llm.export_llm_hf.export_llama_hf"
+DEFAULT_PREFILL_CHUNK = 512  # export_llm_hf's --prefill-chunk-size default
+SHARD_BYTES = 2 << 30
+
+
+@dataclass
+class RandomConfig:
+    """A random-weight model: a transformers config plus how its weights are drawn."""
+
+    architecture: str
+    config: Dict[str, Any]
+    seed: int
+    max_seq_len: int
+    # Weights ~ N(0, init_std); every *norm.weight ~ 1 + N(0, norm_std) so that a runtime that ignores a norm's
+    # weight is caught (transformers initialises them to exactly 1).
+    init_std: float
+    norm_std: float
+    checkpoint_dtype: torch.dtype
+    tokenizer_dir: Optional[pathlib.Path]
+    description: str
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+_TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+             intermediate_size=128, vocab_size=512, max_position_embeddings=128,
+             bos_token_id=507, eos_token_id=[508, 511], tie_word_embeddings=True)
+_LLAMA32_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "high_freq_factor": 4.0,
+                 "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}
+_LLAMA31_ROPE = dict(_LLAMA32_ROPE, factor=8.0)
+
+CONFIGS: Dict[str, RandomConfig] = {
+    "tiny-llama": RandomConfig(
+        "LlamaForCausalLM",
+        dict(_TINY, rms_norm_eps=1e-5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        seed=1108, max_seq_len=128, init_std=0.25, norm_std=0.1, checkpoint_dtype=torch.float32,
+        tokenizer_dir=TEST_TOKENIZER_DIR,
+        description="Llama-3.2-style: hidden 64, 2 layers, 4 heads, 2 KV heads, head_dim 16, MLP 128, vocab 512, "
+                    "rope theta 1e4, tied embeddings"),
+    "tiny-qwen3": RandomConfig(
+        "Qwen3ForCausalLM",
+        dict(_TINY, rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+             attention_bias=False, use_sliding_window=False),
+        seed=1201, max_seq_len=128, init_std=0.25, norm_std=0.1, checkpoint_dtype=torch.float32,
+        tokenizer_dir=TEST_TOKENIZER_DIR,
+        description="Qwen3-style (per-head q/k RMSNorm): hidden 64, 2 layers, 4 heads, 2 KV heads, head_dim 16, "
+                    "MLP 128, vocab 512, rope theta 1e6, tied embeddings"),
+    "llama-1b": RandomConfig(
+        "LlamaForCausalLM",
+        dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+             intermediate_size=8192, vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
+             rope_parameters=_LLAMA32_ROPE, bos_token_id=128000, eos_token_id=[128001, 128008, 128009],
+             tie_word_embeddings=True),
+        seed=1103, max_seq_len=2048, init_std=0.02, norm_std=0.1, checkpoint_dtype=torch.bfloat16,
+        tokenizer_dir=None,
+        description="Llama-3.2-1B shapes: hidden 2048, 16 layers, 32 heads, 8 KV heads, MLP 8192, vocab 128256, "
+                    "tied embeddings"),
+    "llama-8b": RandomConfig(
+        "LlamaForCausalLM",
+        dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+             intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
+             rope_parameters=_LLAMA31_ROPE, bos_token_id=128000, eos_token_id=[128001, 128008, 128009],
+             tie_word_embeddings=False),
+        seed=1104, max_seq_len=2048, init_std=0.02, norm_std=0.1, checkpoint_dtype=torch.bfloat16,
+        tokenizer_dir=None,
+        description="Llama-3.1-8B shapes: hidden 4096, 32 layers, 32 heads, 8 KV heads, MLP 14336, vocab 128256, "
+                    "untied embeddings"),
+}
+
+
+# ---------------------------------------------------------------------------
+# Random checkpoints
+# ---------------------------------------------------------------------------
+
+
+def make_hf_config(rc: RandomConfig):
+    import transformers
+
+    config_class = getattr(transformers, rc.architecture).config_class
+    cfg = config_class(**rc.config)
+    cfg.architectures = [rc.architecture]
+    cfg.dtype = rc.checkpoint_dtype
+    return cfg
+
+
+def write_random_checkpoint(name: str, out_dir: pathlib.Path) -> None:
+    """A Hugging Face checkpoint directory (config.json + safetensors shards) with seeded random weights.
+
+    Parameter names and shapes come from the architecture built on the meta device; values are drawn one tensor
+    at a time in state_dict order, so memory stays at one shard and the result depends only on the seed.
+    """
+    import transformers
+    from safetensors.torch import save_file
+
+    rc = CONFIGS[name]
+    cfg = make_hf_config(rc)
+    with torch.device("meta"):
+        shapes = {k: tuple(v.shape) for k, v in getattr(transformers, rc.architecture)(cfg).state_dict().items()}
+    if cfg.tie_word_embeddings:
+        shapes.pop("lm_head.weight", None)
+    gen = torch.Generator().manual_seed(rc.seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shards: List[Dict[str, torch.Tensor]] = [{}]
+    shard_bytes = 0
+    for key, shape in shapes.items():
+        if key.endswith("norm.weight"):
+            value = 1.0 + rc.norm_std * torch.randn(shape, generator=gen)
+        else:
+            value = rc.init_std * torch.randn(shape, generator=gen)
+        value = value.to(rc.checkpoint_dtype)
+        nbytes = value.numel() * value.element_size()
+        if shard_bytes and shard_bytes + nbytes > SHARD_BYTES:
+            shards.append({})
+            shard_bytes = 0
+        shards[-1][key] = value
+        shard_bytes += nbytes
+    weight_map = {}
+    for i, shard in enumerate(shards):
+        file = "model.safetensors" if len(shards) == 1 else f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(out_dir / file), metadata={"format": "pt"})
+        weight_map.update({k: file for k in shard})
+    if len(shards) > 1:
+        total = sum(v.numel() * v.element_size() for s in shards for v in s.values())
+        (out_dir / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1))
+    cfg.save_pretrained(str(out_dir))
+
+
+# ---------------------------------------------------------------------------
+# Export
+# ---------------------------------------------------------------------------
+
+
+def exporter_args(model_dir: pathlib.Path, out: pathlib.Path, dtype: str, quant: str, group_size: int,
+                  max_seq_len: int, prefill_chunk: int) -> Dict[str, Any]:
+    q = "4w" if quant == "4w" else None
+    return dict(model_id=str(model_dir), revision=None, output_path=str(out), max_ctx_len=max_seq_len, dtype=dtype,
+                qlinear=q, qembedding=q, use_custom_sdpa=True, use_custom_kv_cache=True,
+                use_offgraph_cache=False, no_tie_word_embeddings=False,
+                qlinear_group_size=group_size if q else None, qembedding_group_size=group_size if q else None,
+                tap_layers=None, prefill_chunk_size=prefill_chunk)
+
+
+def run_exporter(args: Dict[str, Any]) -> float:
+    """ExecuTorch's MLX LLM export (torch.export, MLX partitioner, to_executorch, save); returns seconds."""
+    t0 = time.monotonic()
+    export_llama_hf(**args)
+    return time.monotonic() - t0
+
+
+# ---------------------------------------------------------------------------
+# Describing the result
+# ---------------------------------------------------------------------------
+
+
+def constant_methods(pte: bytes) -> Dict[str, Any]:
+    """Values of the program's constant methods (get_max_ctx_len, get_prefill_chunk_size, ...)."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    out: Dict[str, Any] = {}
+    for plan in deserialize_pte_binary(pte).program.execution_plan:
+        if plan.name == "forward" or len(plan.inputs) or len(plan.outputs) != 1:
+            continue
+        val = plan.values[plan.outputs[0]].val
+        out[plan.name] = getattr(val, "int_val", getattr(val, "double_val", getattr(val, "bool_val", None)))
+    return out
+
+
+def forward_plan_io(pte: bytes) -> Dict[str, Any]:
+    """The forward method as ExecuTorch declares it (not the delegate): its inputs, outputs and the program-level
+    ops around the MLX delegate."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    plan = next(p for p in deserialize_pte_binary(pte).program.execution_plan if p.name == "forward")
+    ops = [op.name for op in plan.operators]
+    instructions = []
+    for chain in plan.chains:
+        for ins in chain.instructions:
+            a = ins.instr_args
+            kind = type(a).__name__
+            instructions.append(f"{kind}({ops[a.op_index]})" if kind == "KernelCall" else kind)
+
+    def tensor(i: int) -> Dict[str, Any]:
+        v = plan.values[i].val
+        st = int(v.scalar_type)
+        return {"dtype": ptefx.ET_SCALAR_TYPES.get(st, (f"scalar_type_{st}",))[0], "max_shape": list(v.sizes)}
+
+    return {"num_inputs": len(plan.inputs), "num_outputs": len(plan.outputs),
+            "inputs": [tensor(i) for i in plan.inputs], "outputs": [tensor(i) for i in plan.outputs],
+            "instructions": instructions}
+
+
+def signature(facts: Dict[str, Any], vocab: int) -> Dict[str, Any]:
+    """Inputs/outputs of the MLX delegate with names, dtypes and dynamic-dim bounds from the payload."""
+    metas = {m["tid"]: m for m in facts["tensor_meta"] if m is not None}
+    names = {s["slot_idx"]: s["name"] for s in facts["named_slots"]}
+
+    def desc(slot: Dict[str, Any]) -> Dict[str, Any]:
+        m = metas[slot["idx"]]
+        return {"name": names.get(slot["idx"]), "tid": slot["idx"], "dtype": m["dtype"], "shape": m["shape"]}
+
+    inputs = [desc(s) for s in facts["input_map"]]
+    outputs = [desc(s) for s in facts["output_map"]]
+    for o in outputs:
+        o["role"] = "logits" if o["shape"] and o["shape"][-1] == vocab else "cache_position_copy"
+    return {"inputs": inputs, "outputs": outputs,
+            "mutable_buffers": [desc(s) for s in facts["mutable_buffer_map"]]}
+
+
+def seq_bounds(sig: Dict[str, Any]) -> Dict[str, int]:
+    dim = sig["inputs"][0]["shape"][1]
+    return dim if isinstance(dim, dict) else {"min": dim, "max": dim}
+
+
+def tokenizer_ids(model_dir: pathlib.Path, cfg) -> Dict[str, Any]:
+    """bos/eos ids: generation_config.json first (it lists every stop token), else the model config."""
+    gen_path = model_dir / "generation_config.json"
+    gen = json.loads(gen_path.read_text()) if gen_path.exists() else {}
+    bos = gen.get("bos_token_id", cfg.bos_token_id)
+    eos = gen.get("eos_token_id", cfg.eos_token_id)
+    eos_ids = eos if isinstance(eos, list) else ([] if eos is None else [eos])
+    return {"bos_token_id": bos, "eos_token_ids": eos_ids}
+
+
+def copy_tokenizer(src: Optional[pathlib.Path], dst: pathlib.Path) -> List[str]:
+    copied = []
+    if src is None:
+        return copied
+    for name in TOKENIZER_FILES:
+        if (src / name).exists():
+            shutil.copyfile(src / name, dst / name)
+            copied.append(name)
+    return copied
+
+
+def text_config_summary(cfg) -> Dict[str, Any]:
+    t = cfg.get_text_config()
+    keys = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+            "intermediate_size", "vocab_size", "rms_norm_eps", "tie_word_embeddings", "rope_parameters"]
+    return {k: getattr(t, k, None) for k in keys}
+
+
+def generator_versions() -> Dict[str, Any]:
+    import torchao
+    import transformers
+
+    return {"script": "tools/export_llm.py", "exporter": EXPORTER, "executorch": ptefx._et_version(),
+            "torch": torch.__version__, "torchao": torchao.__version__, "transformers": transformers.__version__,
+            "python": sys.version.split()[0]}
+
+
+def describe_export(pte_path: pathlib.Path, model_dir: pathlib.Path, source: str, dtype: str, quant: str,
+                    group_size: int, exporter: Dict[str, Any], seconds: float,
+                    tokenizer_files: List[str]) -> Dict[str, Any]:
+    from transformers import AutoConfig
+
+    pte = pte_path.read_bytes()
+    facts, _, _ = ptefx.inspect_pte(pte)
+    cfg = AutoConfig.from_pretrained(str(model_dir))
+    vocab = cfg.get_text_config().vocab_size
+    sig = signature(facts, vocab)
+    methods = constant_methods(pte)
+    bounds = seq_bounds(sig)
+    chains = []
+    for i, ch in enumerate(facts["chains"]):
+        role = "main" if i == facts["main_chain_idx"] else "init" if i == facts["init_chain_idx"] else "other"
+        chains.append({"index": i, "role": role, "num_instructions": ch["num_instructions"],
+                       "node_histogram": ch["node_histogram"]})
+    return {
+        "format": "wgml-llm-generation/1",
+        "source": source,
+        "architecture": (cfg.architectures or [None])[0],
+        "config": text_config_summary(cfg),
+        "dtype": dtype,
+        "quant": None if quant == "none" else {
+            "linear": "4w", "embedding": "4w", "group_size": group_size,
+            "scheme": "torchao IntxWeightOnlyConfig(int4, PerGroup, hqq_scale_only): symmetric int4, per-group "
+                      "scales; MLX affine form with biases = -8 * scales"},
+        **tokenizer_ids(model_dir, cfg),
+        "max_seq_len": methods.get("get_max_ctx_len"),
+        "max_tokens_per_call": bounds["max"],
+        "recorded_min_tokens_per_call": bounds["min"],
+        "calls": (
+            "forward(input_ids int64 [1, n], cache_position int64 [n]) -> logits [1, n, vocab] for every position "
+            "of the call. cache_position holds the absolute positions arange(p, p + n) of these tokens; the KV cache "
+            "(mutable buffers, zero at load) is written there and attention covers positions [0, p + n). Prefill: "
+            "the prompt in calls of at most max_tokens_per_call tokens; decode: one call per token, n = 1, "
+            "cache_position [p]. p + n <= max_seq_len. torch.export records n >= 2 (its 0/1 specialisation); "
+            "ExecuTorch's runner calls with n = 1 all the same."),
+        "forward_method": forward_plan_io(pte),
+        "delegate": sig,
+        "constant_methods": methods,
+        "mlx": {"chains": chains, "num_constants": facts["num_constant_tensors"],
+                "named_data_bytes": facts["named_data_total_bytes"], "payload_bytes": facts["payload_bytes"]},
+        "pte": {"file": pte_path.name, "bytes": len(pte), "sha256": hashlib.sha256(pte).hexdigest()},
+        "tokenizer_files": tokenizer_files,
+        "exporter_args": {k: v for k, v in exporter.items() if k not in ("model_id", "output_path")},
+        "export_seconds": round(seconds, 1),
+        "generator": generator_versions(),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------
+
+
+def export(out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_len: int,
+           prefill_chunk: Optional[int], config: Optional[str] = None, model_dir: Optional[pathlib.Path] = None,
+           work_dir: Optional[pathlib.Path] = None) -> Dict[str, Any]:
+    """Export one model; writes out, config.json, tokenizer files and generation.json next to it."""
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prefill_chunk = prefill_chunk or min(DEFAULT_PREFILL_CHUNK, max_seq_len)
+    scratch = None
+    try:
+        if config is not None:
+            scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"wgml_{config}_", dir=work_dir))
+            t0 = time.monotonic()
+            write_random_checkpoint(config, scratch)
+            print(f"[export_llm] random checkpoint {config} in {time.monotonic() - t0:.1f} s", flush=True)
+            model_dir, source, tok_src = scratch, f"config:{config}", CONFIGS[config].tokenizer_dir
+        else:
+            source, tok_src = f"model-dir:{model_dir.name}", model_dir
+        args = exporter_args(model_dir, out, dtype, quant, group_size, max_seq_len, prefill_chunk)
+        seconds = run_exporter(args)
+        print(f"[export_llm] exported {out} ({out.stat().st_size} bytes) in {seconds:.1f} s", flush=True)
+        shutil.copyfile(model_dir / "config.json", out.parent / "config.json")
+        tok_files = copy_tokenizer(tok_src, out.parent)
+        info = describe_export(out, out.parent if config else model_dir, source, dtype, quant, group_size, args,
+                               seconds, tok_files)
+        (out.parent / "generation.json").write_text(ptefx.dumps_compact(info) + "\n")
+        return info
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model-dir", type=pathlib.Path, help="Hugging Face checkpoint directory")
+    src.add_argument("--config", choices=sorted(CONFIGS), help="random-weight configuration")
+    ap.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    ap.add_argument("--quant", choices=["none", "4w"], default="none",
+                    help="4w: int4 weights for every linear layer and the embedding (ExecuTorch CI's 4w)")
+    ap.add_argument("--group-size", type=int, choices=[32, 64, 128], default=32, help="4w group size")
+    ap.add_argument("--max-seq-len", type=int, default=None,
+                    help="KV-cache length (default: 128 for tiny configs, 2048 otherwise)")
+    ap.add_argument("--prefill-chunk", type=int, default=None,
+                    help="most tokens one call takes (default: min(512, max-seq-len))")
+    ap.add_argument("--out", type=pathlib.Path, required=True, help="output .pte")
+    ap.add_argument("--work-dir", type=pathlib.Path, default=None, help="where random checkpoints are written")
+    ap.add_argument("--reference", action="store_true",
+                    help="also write reference.json and the decode-step .npy files (tools/llm/make_references.py)")
+    args = ap.parse_args(argv)
+    max_seq_len = args.max_seq_len or (CONFIGS[args.config].max_seq_len if args.config else 2048)
+    info = export(args.out, args.dtype, args.quant, args.group_size, max_seq_len, args.prefill_chunk,
+                  config=args.config, model_dir=args.model_dir, work_dir=args.work_dir)
+    for ch in info["mlx"]["chains"]:
+        print(f"  chain {ch['index']} ({ch['role']}): {ch['node_histogram']}")
+    if args.reference:
+        sys.path.insert(0, str(REPO_ROOT / "tools" / "llm"))
+        import make_references
+
+        make_references.write_references(args.out.resolve().parent)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
