@@ -26,8 +26,10 @@ struct SessionOptions {
 
 // Time spent per op kind, summed over the runs since the last call of Session::profile().
 struct OpProfile {
-  std::string op;      // a kernel pass ("Add", "TensorScatter.Scatter") or a node run on the CPU
-  std::string device;  // "webgpu", "cpu", or "view" (a shape change of a GPU tensor: nothing runs)
+  std::string op;  // a kernel pass ("Add", "TensorScatter.Scatter") or a node run on the CPU
+  // "webgpu"; "cpu" (a fallback); "host" (a few values the host holds, computed where they are);
+  // or "view" (a shape change of a GPU tensor: nothing runs)
+  std::string device;
   uint64_t calls = 0;
   double total_ms = 0;  // GPU time from timestamp queries; wall time on the CPU
   std::string note;     // for a node run on the CPU instead of the GPU: why

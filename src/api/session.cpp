@@ -132,6 +132,11 @@ std::vector<OpProfile> Session::profile(const std::string& trace_path) {
     const double ms = placement.cpu_ms.at(op) - impl_->placement_seen.cpu_ms[op];
     p = OpProfile{op, "cpu", count - seen, ms, placement.fallback_reason.at(op)};
   }
+  for (const auto& [op, count] : placement.on_host) {
+    const uint64_t seen = impl_->placement_seen.on_host[op];
+    if (count != seen)
+      by_op[{op, "host"}] = OpProfile{op, "host", count - seen, 0, "a few values the host holds: computed where they are"};
+  }
   for (const auto& [op, count] : placement.views) {
     const uint64_t seen = impl_->placement_seen.views[op];
     if (count != seen) by_op[{op, "view"}] = OpProfile{op, "view", count - seen, 0, "a shape change: the GPU buffer is shared"};

@@ -29,6 +29,8 @@ struct TensorDeviceAccess {
   static std::shared_ptr<const DeviceData> device_data(const Tensor& t);
   // Records that `device` holds the same bytes as `t` (shared by every tensor sharing its storage).
   static void attach(const Tensor& t, std::shared_ptr<const DeviceData> device);
+  // Whether t's bytes are in host memory (a tensor made on the host, or one read back already).
+  static bool has_host_bytes(const Tensor& t);
   // How many tensors share t's storage (1: t alone), to decide whether a kernel may write its
   // device copy in place.
   static long storage_users(const Tensor& t);

@@ -87,6 +87,8 @@ void TensorDeviceAccess::attach(const Tensor& t, std::shared_ptr<const DeviceDat
   if (t.storage_) t.storage_->device = std::move(device);
 }
 
+bool TensorDeviceAccess::has_host_bytes(const Tensor& t) { return t.storage_ && t.storage_->data; }
+
 long TensorDeviceAccess::storage_users(const Tensor& t) { return t.storage_ ? t.storage_.use_count() : 0; }
 
 Tensor Tensor::flat_range(int64_t first, int64_t count) const {

@@ -134,7 +134,7 @@ class SpecParser {
     if (root_.is_object() && root_.contains("view")) return view();
     r_.keys(root_, "",
             {"domain", "name", "sinceVersion", "description", "inputs", "outputs", "attributes", "attributeConstraints",
-             "typeConstraints", "tunables", "when", "derive", "bindings", "variants", "promote"},
+             "typeConstraints", "tunables", "when", "derive", "bindings", "variants", "promote", "widen"},
             {"domain", "name", "inputs", "outputs", "variants"});
     spec_.domain = r_.string(root_.at("domain"), "domain");
     spec_.name = r_.string(root_.at("name"), "name");
@@ -142,7 +142,8 @@ class SpecParser {
     type_constraints();
     tensors("inputs", true, spec_.inputs);
     tensors("outputs", false, spec_.outputs);
-    if (root_.contains("promote")) promote();
+    if (root_.contains("promote")) spec_.promote = cast_inputs("promote", 2);
+    if (root_.contains("widen")) spec_.widen = cast_inputs("widen", 1);
     attributes();
     tunables();
     if (root_.contains("when")) spec_.when = r_.expr_list(root_.at("when"), "when");
@@ -366,16 +367,19 @@ class SpecParser {
     return fields;
   }
 
-  void promote() {
-    const Json& j = root_.at("promote");
-    r_.expect(j, j.is_array() && j.size() >= 2, "promote", "a list of at least two inputs");
+  // `promote` and `widen`: inputs, each typed by a type variable, that the backend casts first.
+  std::vector<std::string> cast_inputs(const char* key, size_t at_least) {
+    const Json& j = root_.at(key);
+    r_.expect(j, j.is_array() && j.size() >= at_least, key, at_least == 1 ? "a list of inputs" : "a list of at least two inputs");
+    std::vector<std::string> names;
     for (size_t i = 0; i < j.size(); ++i) {
-      const std::string name = r_.string(j[i], Reader::item("promote", i));
+      const std::string name = r_.string(j[i], Reader::item(key, i));
       const TensorSpec* t = spec_.input(name);
       if (!t || !spec_.is_type_variable(t->dtype))
-        r_.fail(Reader::item("promote", i), "'" + name + "' is not an input whose dtype is a type variable");
-      spec_.promote.push_back(name);
+        r_.fail(Reader::item(key, i), "'" + name + "' is not an input whose dtype is a type variable");
+      names.push_back(name);
     }
+    return names;
   }
 
   void variants() {

@@ -116,6 +116,9 @@ struct KernelSpec {
   // Inputs MLX casts to their promoted dtype before the op computes (a + b of float16 and
   // bfloat16 adds in float32): the backend casts them first, so the kernel sees one dtype.
   std::vector<std::string> promote;
+  // Inputs MLX widens before the op (a sum of bool, int8 or int16 accumulates in int32, of uint8
+  // in uint32): the backend casts them first.
+  std::vector<std::string> widen;
   std::vector<AttributeSpec> attributes;
   std::map<std::string, std::vector<DType>> type_constraints;
   std::vector<TunableSpec> tunables;

@@ -120,9 +120,16 @@ class SentencePieceCodec : public Codec {
 
   // False when the file is not a SentencePiece model (it may be a tiktoken file).
   bool load(std::string* message) {
-    auto status = processor_.Load(path_);
-    if (!status.ok()) *message = status.ToString();
-    return status.ok();
+    try {
+      auto status = processor_.Load(path_);
+      if (!status.ok()) *message = status.ToString();
+      return status.ok();
+    } catch (const std::exception& e) {
+      // Debian's libsentencepiece carries its own protobuf-lite (3.14); in a program that also
+      // links the system protobuf (the ONNX frontend's), the two clash and its version check throws.
+      throw Error(ErrorCode::Unsupported,
+                  path_ + ": SentencePiece could not read the model (" + e.what() + "); see docs/llm.md, \"Tokenizers\"");
+    }
   }
 
   std::vector<TokenId> encode(std::string_view text) const override {

@@ -190,12 +190,35 @@ std::optional<std::string> promote_operands(const WebGpuState& state, const kern
   return std::nullopt;
 }
 
+// The dtype MLX sums and scans `t` in: 8- and 16-bit integers and bool widen to 32 bits.
+std::optional<DType> widened(DType t) {
+  if (t == DType::Bool || t == DType::Int8 || t == DType::Int16) return DType::Int32;
+  if (t == DType::UInt8) return DType::UInt32;
+  return std::nullopt;
+}
+
+// The spec's `widen` inputs cast to the dtype MLX accumulates them in; returns the reason when a
+// cast does not fit the GPU.
+std::optional<std::string> widen_operands(const WebGpuState& state, const kernel::KernelSpec& spec, NodeRequest& r) {
+  for (const std::string& name : spec.widen) {
+    const auto it = r.request.inputs.find(name);
+    const std::optional<DType> target = it == r.request.inputs.end() ? std::nullopt : widened(it->second.dtype);
+    if (!target) continue;
+    auto cast = cast_on_gpu(state, r.inputs.at(name), *target);
+    if (auto* why_not = std::get_if<std::string>(&cast)) return *why_not;
+    r.inputs[name] = std::move(std::get<Tensor>(cast));
+    it->second.dtype = *target;
+  }
+  return std::nullopt;
+}
+
 // Runs node request `r` on the GPU, writing the outputs to their slots; returns the reason when it
 // does not fit the GPU.
 std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const kernel::KernelSpec& spec,
                                       const std::string& op, NodeRequest& r) {
   if (!r.unadaptable.empty()) return r.unadaptable;
   if (auto why_not = promote_operands(state, spec, r)) return why_not;
+  if (auto why_not = widen_operands(state, spec, r)) return why_not;
   allow_in_place(ctx, r);
   auto result = plan_and_record(state, spec, r.request, r.inputs);
   if (auto* why_not = std::get_if<std::string>(&result)) return *why_not;
@@ -206,6 +229,18 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
   return std::nullopt;
 }
 
+// Whether the node's inputs are at most kHostElements values that are all on the host (none, for
+// a node that makes a tensor from its attributes).
+constexpr int64_t kHostElements = 4096;
+bool inputs_are_small_host_values(const NodeRequest& r) {
+  int64_t elements = 0;
+  for (const auto& [name, t] : r.inputs) {
+    if (!TensorDeviceAccess::has_host_bytes(t)) return false;
+    elements += t.numel();
+  }
+  return elements <= kHostElements;
+}
+
 template <class N>
 void run_node(const ir::Node& node, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
@@ -213,6 +248,12 @@ void run_node(const ir::Node& node, ExecContext& ctx) {
   NodeRequest r;
   FieldCollector collect(ctx, r);
   ir::for_each_field(std::get<N>(node), collect);
+  if (state.small_values_on_host && r.unadaptable.empty() && inputs_are_small_host_values(r)) {
+    ++state.placement->on_host[op];
+    r.inputs.clear();
+    state.cpu->find(N::kUnionId)(node, ctx);
+    return;
+  }
   const auto why_not = run_on_gpu(ctx, state, *state.gpu->engine().find("mlx", op), op, r);
   if (why_not) run_on_cpu(state, op, *why_not, [&] { state.cpu->find(N::kUnionId)(node, ctx); });
 }

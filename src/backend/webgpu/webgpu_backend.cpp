@@ -2,13 +2,14 @@
 
 namespace wgml::backend::webgpu {
 
-WebGpuBackend::WebGpuBackend(const GpuOptions& options) : gpu_(std::make_shared<GpuContext>(options)) {
+WebGpuBackend::WebGpuBackend(const GpuOptions& options)
+    : gpu_(std::make_shared<GpuContext>(options)), small_values_on_host_(options.small_values_on_host) {
   table_ = cpu_.kernels();
   register_node_kernels(*gpu_, cpu_.kernels(), table_);
 }
 
 void WebGpuBackend::attach(runtime::ExecContext& ctx) const {
-  ctx.set_backend_state(std::make_shared<WebGpuState>(WebGpuState{gpu_, &cpu_.kernels(), &placement_}));
+  ctx.set_backend_state(std::make_shared<WebGpuState>(WebGpuState{gpu_, &cpu_.kernels(), &placement_, small_values_on_host_}));
 }
 
 void WebGpuBackend::end_run(runtime::ExecContext&) const { gpu_->recorder().submit(); }

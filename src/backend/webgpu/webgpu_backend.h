@@ -18,7 +18,8 @@ namespace wgml::backend::webgpu {
 // Where each op ran, for profiles and tests: kernels on the GPU, fallbacks with their reason.
 struct Placement {
   std::map<std::string, uint64_t> on_gpu;
-  std::map<std::string, uint64_t> views;  // shape changes of a GPU buffer: nothing runs
+  std::map<std::string, uint64_t> views;    // shape changes of a GPU buffer: nothing runs
+  std::map<std::string, uint64_t> on_host;  // small host-held values computed where they are
   std::map<std::string, uint64_t> on_cpu;
   std::map<std::string, double> cpu_ms;                // wall time of the fallbacks, reads of GPU results included
   std::map<std::string, std::string> fallback_reason;  // the last one per op
@@ -29,6 +30,7 @@ struct WebGpuState {
   std::shared_ptr<GpuContext> gpu;
   const runtime::KernelTable* cpu = nullptr;
   Placement* placement = nullptr;
+  bool small_values_on_host = true;  // GpuOptions::small_values_on_host
 };
 
 class WebGpuBackend final : public runtime::Backend {
@@ -44,6 +46,7 @@ class WebGpuBackend final : public runtime::Backend {
 
  private:
   std::shared_ptr<GpuContext> gpu_;
+  bool small_values_on_host_;
   cpu::CpuBackend cpu_;
   runtime::KernelTable table_;
   mutable Placement placement_;

@@ -1,0 +1,184 @@
+// LLMs exported by ExecuTorch's MLX LLM path (tests/fixtures/llm, made by tools/llm/make_fixtures.py)
+// generate the greedy tokens of Hugging Face transformers. The judge ran in float32 with the
+// program's own weights (bf16 widened, 4-bit dequantised), so fp32 programs must match every token;
+// bf16 and 4-bit programs compute in lower precision, so their tokens must match until the first
+// step where the judge's top two logits were nearly tied (the test reports where that was).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/elements.h"
+#include "io/npy.h"
+#include "wgml/generator.h"
+#include "wgml/tokenizer.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kFixtures = fs::path(WGML_SOURCE_DIR) / "tests/fixtures/llm";
+// A top-1 minus top-2 logit gap below this is a near-tie a bf16 or 4-bit program may resolve
+// either way: their logits lie within about 0.3 of the judge's.
+constexpr double kNearTie = 0.6;
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(kFixtures))
+    if (fs::exists(entry.path() / "model.pte")) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+bool exact_precision(const std::string& name) { return name.find("fp32") != std::string::npos; }
+
+std::optional<wgml::Session> open_session(const std::string& name, const std::string& device, std::string& why_not) {
+  wgml::SessionOptions options;
+  options.device = device;
+  options.profile = device == "webgpu";
+  try {
+    return wgml::Session((kFixtures / name / "model.pte").string(), options);
+  } catch (const std::exception& e) {
+    if (device == "cpu") throw;
+    why_not = e.what();
+    return std::nullopt;
+  }
+}
+
+struct Case {
+  std::string name;
+  std::string device;
+};
+
+class GenerateFixture : public ::testing::TestWithParam<Case> {};
+
+// The prompt's text through the model's tokenizer gives the judge's ids; greedy generation gives
+// its tokens (fp32 all 64, lower precision up to its first near-tie); the streamed text is the
+// decoded tokens.
+TEST_P(GenerateFixture, GreedyTokensMatchTransformers) {
+  const auto& [name, device] = GetParam();
+  std::string why_not;
+  auto session = open_session(name, device, why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  const json reference = read_json(kFixtures / name / "reference.json");
+  const wgml::Tokenizer tokenizer = wgml::Tokenizer::load((kFixtures / name).string());
+  const auto prompt = tokenizer.encode(reference.at("prompt").get<std::string>(), tokenizer.adds_bos());
+  ASSERT_EQ(prompt, reference.at("prompt_ids").get<std::vector<int64_t>>());
+
+  wgml::Generator generator(*session);
+  const auto want = reference.at("tokens").get<std::vector<int64_t>>();
+  const auto margins = reference.at("margins").get<std::vector<double>>();
+  const auto got = generator.generate(prompt, {.max_new_tokens = static_cast<int64_t>(want.size())});
+  ASSERT_EQ(got.size(), want.size());
+  size_t compared = 0;
+  for (; compared < want.size(); ++compared) {
+    if (!exact_precision(name) && margins[compared] < kNearTie) break;
+    ASSERT_EQ(got[compared], want[compared])
+        << name << " on " << device << ": token " << compared << " (judge margin " << margins[compared] << ")";
+  }
+  if (compared < want.size())
+    std::cout << name << " on " << device << ": tokens equal up to the near-tie at step " << compared << " (margin "
+              << margins[compared] << ")\n";
+
+  if (device == "webgpu")
+    for (const wgml::OpProfile& p : session->profile())
+      EXPECT_NE(p.device, "cpu") << name << ": " << p.op << " ran on the CPU: " << p.note;
+}
+
+// Fed the judge's tokens one by one (so a near-tie cannot send generation elsewhere), the program's
+// argmax is the judge's token at every step but near-ties, which are counted and reported.
+TEST_P(GenerateFixture, ArgmaxFollowsTheJudgeExceptAtNearTies) {
+  const auto& [name, device] = GetParam();
+  std::string why_not;
+  auto session = open_session(name, device, why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  const json reference = read_json(kFixtures / name / "reference.json");
+  const auto prompt = reference.at("prompt_ids").get<std::vector<int64_t>>();
+  const auto want = reference.at("tokens").get<std::vector<int64_t>>();
+  const auto margins = reference.at("margins").get<std::vector<double>>();
+  wgml::Generator generator(*session);
+  std::vector<float> logits = generator.forward(prompt);
+  int near_ties_resolved_otherwise = 0;
+  for (size_t step = 0; step < want.size(); ++step) {
+    const int64_t argmax = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    if (argmax != want[step]) {
+      ASSERT_LT(margins[step], exact_precision(name) ? 1e-4 : kNearTie)
+          << name << " on " << device << ": step " << step << " gives token " << argmax << ", the judge " << want[step];
+      ++near_ties_resolved_otherwise;
+    }
+    logits = generator.forward(std::span<const int64_t>(&want[step], 1));
+  }
+  std::cout << name << " on " << device << ": " << near_ties_resolved_otherwise << " of " << want.size()
+            << " steps were near-ties resolved the other way\n";
+}
+
+// One prefill call, then a 1-token decode step (below the token count torch.export recorded as the
+// minimum): the decode logits are the judge's.
+TEST_P(GenerateFixture, OneTokenDecodeStepGivesTheJudgesLogits) {
+  const auto& [name, device] = GetParam();
+  std::string why_not;
+  auto session = open_session(name, device, why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  const fs::path dir = kFixtures / name;
+  const auto read = [&](const char* file) { return wgml::io::read_npy((dir / file).string()); };
+  session->run({read("prefill_input_ids.npy"), read("prefill_cache_position.npy")});
+  const auto outputs = session->run({read("decode_input_ids.npy"), read("decode_cache_position.npy")});
+  ASSERT_EQ(outputs.size(), 1u) << "the method's one output: logits";
+  const wgml::Tensor& logits = std::get<wgml::Tensor>(outputs[0]);
+  const wgml::Tensor want = read("decode_expected_logits.npy");
+  ASSERT_EQ(logits.numel(), want.numel());
+  const wgml::Tensor got = logits.flat_range(0, logits.numel());
+  // fp32 within float rounding of the judge; lower precision within a few bf16 steps of the logits' range.
+  const double tolerance = exact_precision(name) ? 1e-4 : 0.5;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    ASSERT_NEAR(wgml::load_as_double(got.dtype(), got.data(), i), want.data_as<float>()[i], tolerance)
+        << name << " on " << device << ": logit " << i;
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const std::string& name : model_names())
+    for (const char* device : {"cpu", "webgpu"}) out.push_back({name, device});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(ExecuTorchLlmExports, GenerateFixture, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           std::string id = info.param.name + "_" + info.param.device;
+                           std::replace(id.begin(), id.end(), '-', '_');
+                           return id;
+                         });
+
+// After its first steps, a decode step on the GPU compiles nothing, and it submits once plus once
+// per value the program reads back: these exports (transformers 5) count the filled cache
+// entries for their RoPE positions, an ItemInt of a GPU sum. The few values the host holds
+// (positions, shape arithmetic) are computed on the host, so nothing else waits for the GPU.
+TEST(GenerateLoop, SteadyDecodeStepsCompileNothingAndSubmitTwice) {
+  std::string why_not;
+  auto session = open_session("tiny-llama-fp32", "webgpu", why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  wgml::Generator generator(*session);
+  std::vector<int64_t> token = {1, 2, 3, 4};
+  generator.forward(token);
+  for (int step = 0; step < 24; ++step) {
+    generator.forward(std::span<const int64_t>(token.data(), 1));
+    const wgml::RunStats& stats = session->last_run_stats();
+    if (step < 8) continue;
+    EXPECT_EQ(stats.pipelines_compiled, 0u) << "step " << step;
+    EXPECT_EQ(stats.submits, 2u) << "step " << step;
+  }
+  for (const wgml::OpProfile& p : session->profile()) EXPECT_NE(p.device, "cpu") << p.op << ": " << p.note;
+}
+
+}  // namespace
