@@ -27,7 +27,7 @@ struct SessionOptions {
 // Time spent per op kind, summed over the runs since the last call of Session::profile().
 struct OpProfile {
   std::string op;  // a kernel pass ("Add", "TensorScatter.Scatter") or a node run on the CPU
-  // "webgpu"; "cpu" (a fallback); "host" (a few values the host holds, computed where they are);
+  // "webgpu"; "cpu" (a fallback); "host" (positions or shape arithmetic from values the host holds);
   // or "view" (a shape change of a GPU tensor: nothing runs)
   std::string device;
   uint64_t calls = 0;

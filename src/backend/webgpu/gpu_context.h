@@ -27,9 +27,9 @@ struct GpuOptions {
   std::vector<std::string> tunables;  // "Op.NAME=VALUE"
   std::string tunables_file;          // per-adapter JSON; empty: kernels/tunables/<adapter>.json if present
   bool profile = false;               // time every dispatch (needs timestamp queries)
-  // Nodes whose inputs are few values the host holds (positions, shape arithmetic, one token's
-  // RoPE angles) run on the CPU where those values are: a GPU kernel would cost a dispatch, and
-  // whatever reads its result back (an ItemInt) a round trip. Kernel tests turn it off.
+  // Nodes that compute a few integers from values the host holds (positions, shape arithmetic) run
+  // on the CPU where those values are: a GPU kernel would cost a dispatch, and whatever reads its
+  // result back (an ItemInt) a round trip. Kernel tests turn it off.
   bool small_values_on_host = true;
 };
 

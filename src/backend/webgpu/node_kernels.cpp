@@ -229,16 +229,25 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
   return std::nullopt;
 }
 
-// Whether the node's inputs are at most kHostElements values that are all on the host (none, for
-// a node that makes a tensor from its attributes).
+bool is_index_dtype(DType t) { return is_integral(t) || t == DType::Bool; }
+
+// Whether the node computes positions or shape arithmetic from values the host holds: its inputs
+// are at most kHostElements integers all on the host, or it has none and makes integers from its
+// attributes (ARange, Full). Such values are read back by ItemInt nodes, and a GPU kernel for them
+// would cost a round trip; floats always go to the GPU, where the model's arithmetic is.
 constexpr int64_t kHostElements = 4096;
-bool inputs_are_small_host_values(const NodeRequest& r) {
+bool computes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
   int64_t elements = 0;
   for (const auto& [name, t] : r.inputs) {
-    if (!TensorDeviceAccess::has_host_bytes(t)) return false;
+    if (!TensorDeviceAccess::has_host_bytes(t) || !is_index_dtype(t.dtype())) return false;
     elements += t.numel();
   }
-  return elements <= kHostElements;
+  if (!r.inputs.empty()) return elements <= kHostElements;
+  for (const auto& [name, slot] : r.outputs) {
+    const ir::TensorMeta* meta = ctx.program().meta(slot);
+    if (!meta || !is_index_dtype(meta->dtype)) return false;
+  }
+  return !r.outputs.empty();
 }
 
 template <class N>
@@ -248,7 +257,7 @@ void run_node(const ir::Node& node, ExecContext& ctx) {
   NodeRequest r;
   FieldCollector collect(ctx, r);
   ir::for_each_field(std::get<N>(node), collect);
-  if (state.small_values_on_host && r.unadaptable.empty() && inputs_are_small_host_values(r)) {
+  if (state.small_values_on_host && r.unadaptable.empty() && computes_host_indices(ctx, r)) {
     ++state.placement->on_host[op];
     r.inputs.clear();
     state.cpu->find(N::kUnionId)(node, ctx);
