@@ -26,7 +26,7 @@ Next to --out it writes:
                          arguments and versions
 and with --reference also reference.json and the decode-step .npy files (tools/llm/make_references.py).
 
-Environment: /work/venv-export as in docs/llm-export.md (executorch 1.5.1, torch 2.14.1, transformers 5.23.0).
+Environment: /work/venv-export as in docs/llm-export.md (executorch 1.5.1, torch 2.14.1, transformers 5.3.0).
 Usage:
   python tools/export_llm.py --config tiny-llama --dtype fp32 --quant none --out /tmp/tiny/model.pte --reference
   python tools/export_llm.py --model-dir ~/Llama-3.2-1B-Instruct --dtype bf16 --quant 4w --max-seq-len 2048 \\
@@ -268,7 +268,7 @@ def signature(facts: Dict[str, Any], vocab: int) -> Dict[str, Any]:
     inputs = [desc(s) for s in facts["input_map"]]
     outputs = [desc(s) for s in facts["output_map"]]
     for o in outputs:
-        o["role"] = "logits" if o["shape"] and o["shape"][-1] == vocab else "cache_position_copy"
+        o["role"] = "logits" if o["shape"] and o["shape"][-1] == vocab else "other"
     return {"inputs": inputs, "outputs": outputs,
             "mutable_buffers": [desc(s) for s in facts["mutable_buffer_map"]]}
 
