@@ -61,7 +61,11 @@ std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& c
   context->recorder().upload(buffer->range(0, bytes.size()),
                              std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()), "upload " + name);
   auto data = std::make_shared<const GpuTensorData>(context, std::move(buffer), storage, t.shape());
-  if (!range && !existing) TensorDeviceAccess::attach(t, data);
+  // The new copy replaces one in another storage: every device copy holds the tensor's whole
+  // value, and the storage a tensor is used in last is the one it is likeliest used in next (a
+  // quantized weight's scales: widened for the load-time bias computation, packed for every matmul
+  // after it), so converting again each call is avoided.
+  if (!range) TensorDeviceAccess::attach(t, data);
   return data;
 }
 
