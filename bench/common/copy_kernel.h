@@ -36,9 +36,7 @@ class CopyKernel {
   uint64_t bytes() const { return bytes_; }
 
   // Records one copy (submitted with the recorder's next finish()).
-  void record() const {
-    gpu_.recorder().dispatch(*kernel_, ranges_, {}, (bytes_ / 16 + 255) / 256, "roofline copy");
-  }
+  void record() const { gpu_.recorder().dispatch(*kernel_, ranges_, {}, (bytes_ / 16 + 255) / 256, "roofline copy"); }
 
  private:
   backend::webgpu::GpuContext& gpu_;

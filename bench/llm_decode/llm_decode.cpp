@@ -20,6 +20,8 @@
 // position without a prefill. After --warmup steps, a second of copies on the same device brings
 // an idle GPU's clock up, then --steps steps are timed one by one. The copy bandwidth (a vec4 copy
 // of --copy-mib, bench/common/copy_kernel.h; memcpy on --device cpu) is measured after them.
+// past + warmup + steps must stay within the export's KV cache (2048 for the committed programs):
+// the bench does not know the cache length, and a step beyond it is not reported as an error.
 //
 // Weights read per token: every constant (init-chain outputs at their computed size) except tables
 // only gathered from (an untied embedding), so GB/s = those bytes / median ms per token.
@@ -320,8 +322,117 @@ nlohmann::json profile_step(const Options& o, const std::string& constants_path,
     by_device[p.device] += p.total_ms;
     j.push_back({{"op", p.op}, {"device", p.device}, {"calls", p.calls}, {"total_ms", p.total_ms}, {"note", p.note}});
   }
+  if (ops.empty()) std::printf("(no per-op times: the session records them on webgpu only)\n");
   for (const auto& [device, ms] : by_device) std::printf("  %s: %.3f ms\n", device.c_str(), ms);
   return {{"position", position + 2}, {"ops", j}, {"ms_by_device", by_device}};
+}
+
+// What the timed session did.
+struct DecodeRun {
+  std::string device;
+  double load_seconds = 0;
+  std::vector<double> warmup_ms, step_ms;
+  RunStats warmup, timed;  // counters summed over the warm-up steps, over the timed steps
+  int64_t first_position = 0, last_position = 0;
+  Copy copy;
+};
+
+// Warm-up steps from position `past`, a second of copies, the timed steps, then the copy bandwidth.
+DecodeRun run_decode(const Options& o, const std::string& constants_path) {
+  DecodeRun run;
+  const auto load_start = Clock::now();
+  Session session(o.program, session_options(o, constants_path, false));
+  run.load_seconds = seconds_since(load_start);
+  run.device = session.device_description();
+  const size_t logits = logits_output(session);
+  const int64_t vocab = session.outputs()[logits].shape.back();
+  std::printf("session: %s, loaded in %.1f s; logits: output %zu of %zu, vocab %lld\n", run.device.c_str(), run.load_seconds,
+              logits, session.outputs().size(), static_cast<long long>(vocab));
+  int64_t position = o.past, step = 0;
+  const auto timed_steps = [&](int count, std::vector<double>& ms) {
+    const RunStats before = session.totals();
+    for (int k = 0; k < count; ++k, ++step, ++position) {
+      const auto start = Clock::now();
+      decode_step(session, logits, vocab, token_at(step, vocab), position);
+      ms.push_back(seconds_since(start) * 1e3);
+    }
+    return difference(session.totals(), before);
+  };
+  run.warmup = timed_steps(o.warmup, run.warmup_ms);
+  const auto copy_gpu = copy_context(o);
+  raise_clocks(copy_gpu.get());
+  run.first_position = position;
+  run.timed = timed_steps(o.steps, run.step_ms);
+  run.last_position = position - 1;
+  run.copy = measure_copy(o, copy_gpu.get());
+  return run;
+}
+
+struct Summary {
+  double median_ms, mean_ms, min_ms, max_ms, weights_gbps;
+};
+
+Summary summarise(const DecodeRun& run, const ConstantTotals& totals) {
+  const std::vector<double>& ms = run.step_ms;
+  Summary s{};
+  s.median_ms = median(ms);
+  s.mean_ms = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
+  s.min_ms = *std::min_element(ms.begin(), ms.end());
+  s.max_ms = *std::max_element(ms.begin(), ms.end());
+  s.weights_gbps = totals.streamed_bytes / (s.median_ms * 1e-3) / 1e9;
+  return s;
+}
+
+void print_report(const Options& o, const ConstantTotals& totals, const DecodeRun& run, const Summary& s) {
+  const double steps = o.steps;
+  const RunStats& t = run.timed;
+  std::printf("decode: past %lld, %d warm-up steps, %d timed steps at positions %lld..%lld\n", static_cast<long long>(o.past),
+              o.warmup, o.steps, static_cast<long long>(run.first_position), static_cast<long long>(run.last_position));
+  std::printf("  ms per token: median %.3f, mean %.3f (min %.3f, max %.3f): %.1f tokens/s\n", s.median_ms, s.mean_ms, s.min_ms,
+              s.max_ms, 1e3 / s.median_ms);
+  std::printf("  per token: %.1f dispatches, %.1f submits, %.0f B uploaded, %.0f B read\n", t.dispatches / steps,
+              t.submits / steps, t.bytes_uploaded / steps, t.bytes_read / steps);
+  const bool steady = t.pipelines_compiled == 0 && t.buffers_created == 0;
+  std::printf(
+      "  during the timed steps: %llu plans made, %llu kernels rendered, %llu pipelines compiled, %llu buffers created%s\n",
+      static_cast<unsigned long long>(t.plans_made), static_cast<unsigned long long>(t.kernels_rendered),
+      static_cast<unsigned long long>(t.pipelines_compiled), static_cast<unsigned long long>(t.buffers_created),
+      steady ? "" : " (NOT STEADY: a decode step after warm-up should compile no pipeline and create no buffer)");
+  std::printf("  weights: %.1f MB per token at the median: %.1f GB/s; copy %.1f GB/s (%s): %.1f%% of copy\n",
+              totals.streamed_bytes / 1e6, s.weights_gbps, run.copy.gbps, run.copy.how.c_str(),
+              100 * s.weights_gbps / run.copy.gbps);
+}
+
+nlohmann::json result_json(const Options& o, const ConstantTotals& totals, double write_seconds, const DecodeRun& run,
+                           const Summary& s) {
+  const RunStats& t = run.timed;
+  return {{"program", std::filesystem::path(o.program).filename().string()},
+          {"device", run.device},
+          {"past", o.past},
+          {"warmup_steps", o.warmup},
+          {"steps", o.steps},
+          {"positions", {run.first_position, run.last_position}},
+          {"constants",
+           {{"count", totals.count},
+            {"loaded_bytes", totals.loaded_bytes},
+            {"streamed_bytes_per_token", totals.streamed_bytes},
+            {"file_bytes", totals.file_bytes},
+            {"write_seconds", write_seconds}}},
+          {"load_seconds", run.load_seconds},
+          {"warmup_ms", run.warmup_ms},
+          {"warmup_totals", stats_json(run.warmup, 1)},
+          {"ms_per_token",
+           {{"median", s.median_ms}, {"mean", s.mean_ms}, {"min", s.min_ms}, {"max", s.max_ms}, {"steps", run.step_ms}}},
+          {"tokens_per_s", 1e3 / s.median_ms},
+          {"per_token", stats_json(t, o.steps)},
+          {"after_warmup",
+           {{"plans_made", t.plans_made},
+            {"kernels_rendered", t.kernels_rendered},
+            {"pipelines_compiled", t.pipelines_compiled},
+            {"buffers_created", t.buffers_created}}},
+          {"copy", {{"how", run.copy.how}, {"gbps", run.copy.gbps}}},
+          {"weights_gbps", s.weights_gbps},
+          {"ratio_to_copy", s.weights_gbps / run.copy.gbps}};
 }
 
 int bench_decode(const Options& o) {
@@ -332,87 +443,10 @@ int bench_decode(const Options& o) {
               (totals.loaded_bytes - totals.streamed_bytes) / 1e6);
   ConstantsFile constants_file;
   prepare_constants(constants_file, o, constants);
-
-  nlohmann::json result = {{"program", std::filesystem::path(o.program).filename().string()},
-                           {"past", o.past},
-                           {"warmup_steps", o.warmup},
-                           {"steps", o.steps},
-                           {"constants",
-                            {{"count", totals.count},
-                             {"loaded_bytes", totals.loaded_bytes},
-                             {"streamed_bytes_per_token", totals.streamed_bytes},
-                             {"file_bytes", totals.file_bytes},
-                             {"write_seconds", constants_file.write_seconds}}}};
-  std::vector<double> step_ms;
-  RunStats per_run, warm_totals;
-  {
-    const auto load_start = Clock::now();
-    Session session(o.program, session_options(o, constants_file.path, false));
-    const double load_seconds = seconds_since(load_start);
-    const size_t logits = logits_output(session);
-    const int64_t vocab = session.outputs()[logits].shape.back();
-    std::printf("session: %s, loaded in %.1f s; logits: output %zu of %zu, vocab %lld\n", session.device_description().c_str(),
-                load_seconds, logits, session.outputs().size(), static_cast<long long>(vocab));
-    result["device"] = session.device_description();
-    result["load_seconds"] = load_seconds;
-
-    int64_t position = o.past, step = 0;
-    const RunStats before_warmup = session.totals();
-    std::vector<double> warmup_ms;
-    for (int k = 0; k < o.warmup; ++k, ++step, ++position) {
-      const auto start = Clock::now();
-      decode_step(session, logits, vocab, token_at(step, vocab), position);
-      warmup_ms.push_back(seconds_since(start) * 1e3);
-    }
-    result["warmup_ms"] = warmup_ms;
-    warm_totals = difference(session.totals(), before_warmup);
-    const auto copy_gpu = copy_context(o);
-    raise_clocks(copy_gpu.get());
-    const RunStats before = session.totals();
-    const int64_t first_position = position;
-    for (int k = 0; k < o.steps; ++k, ++step, ++position) {
-      const auto start = Clock::now();
-      decode_step(session, logits, vocab, token_at(step, vocab), position);
-      step_ms.push_back(seconds_since(start) * 1e3);
-    }
-    per_run = difference(session.totals(), before);
-    result["positions"] = {first_position, position - 1};
-    const Copy copy = measure_copy(o, copy_gpu.get());
-    result["copy"] = {{"how", copy.how}, {"gbps", copy.gbps}};
-  }
-
-  const double steps = o.steps, med = median(step_ms);
-  const double mean = std::accumulate(step_ms.begin(), step_ms.end(), 0.0) / steps;
-  const double gbps = totals.streamed_bytes / (med * 1e-3) / 1e9, copy_gbps = result["copy"]["gbps"].get<double>();
-  std::printf("decode: past %lld, %d warm-up steps, %d timed steps at positions %lld..%lld\n", static_cast<long long>(o.past),
-              o.warmup, o.steps, static_cast<long long>(result["positions"][0].get<int64_t>()),
-              static_cast<long long>(result["positions"][1].get<int64_t>()));
-  std::printf("  ms per token: median %.3f, mean %.3f (min %.3f, max %.3f): %.1f tokens/s\n", med, mean,
-              *std::min_element(step_ms.begin(), step_ms.end()), *std::max_element(step_ms.begin(), step_ms.end()), 1e3 / med);
-  std::printf("  per token: %.1f dispatches, %.1f submits, %.0f B uploaded, %.0f B read\n", per_run.dispatches / steps,
-              per_run.submits / steps, per_run.bytes_uploaded / steps, per_run.bytes_read / steps);
-  std::printf(
-      "  after warm-up (all timed steps): %llu plans made, %llu kernels rendered, %llu pipelines compiled, %llu buffers "
-      "created\n",
-      static_cast<unsigned long long>(per_run.plans_made), static_cast<unsigned long long>(per_run.kernels_rendered),
-      static_cast<unsigned long long>(per_run.pipelines_compiled), static_cast<unsigned long long>(per_run.buffers_created));
-  std::printf("  weights: %.1f MB per token at the median: %.1f GB/s; copy %.1f GB/s (%s): %.1f%% of copy\n",
-              totals.streamed_bytes / 1e6, gbps, copy_gbps, result["copy"]["how"].get<std::string>().c_str(),
-              100 * gbps / copy_gbps);
-  result["ms_per_token"] = {{"median", med},
-                            {"mean", mean},
-                            {"min", *std::min_element(step_ms.begin(), step_ms.end())},
-                            {"max", *std::max_element(step_ms.begin(), step_ms.end())},
-                            {"steps", step_ms}};
-  result["tokens_per_s"] = 1e3 / med;
-  result["per_token"] = stats_json(per_run, steps);
-  result["after_warmup"] = {{"plans_made", per_run.plans_made},
-                            {"kernels_rendered", per_run.kernels_rendered},
-                            {"pipelines_compiled", per_run.pipelines_compiled},
-                            {"buffers_created", per_run.buffers_created}};
-  result["warmup_totals"] = stats_json(warm_totals, 1);
-  result["weights_gbps"] = gbps;
-  result["ratio_to_copy"] = gbps / copy_gbps;
+  const DecodeRun run = run_decode(o, constants_file.path);
+  const Summary summary = summarise(run, totals);
+  print_report(o, totals, run, summary);
+  nlohmann::json result = result_json(o, totals, constants_file.write_seconds, run, summary);
   if (o.profile) result["profile"] = profile_step(o, constants_file.path, o.past);
   if (!o.json_path.empty()) std::ofstream(o.json_path) << result.dump(2) << "\n";
   return 0;
@@ -421,6 +455,7 @@ int bench_decode(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows as it happens, also into a file
   try {
     if (argc == 4 && std::string(argv[1]) == "--extract") return extract(argv[2], argv[3]);
     if (argc == 3 && std::string(argv[1]) == "--list") return list_constants(argv[2]);
