@@ -32,6 +32,7 @@
 
 #include "backend/webgpu/gpu_tensor.h"
 #include "backend/webgpu/plan_runner.h"
+#include "common/copy_kernel.h"
 #include "common/fma_kernel.h"
 #include "core/elements.h"
 #include "wgml/error.h"
@@ -155,35 +156,14 @@ void measure(GpuContext& gpu, const Options& o, std::vector<Way>& ways) {
   }
 }
 
-const char* const kCopyWgsl = R"(@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
-  let i = id.x + id.y * n.x * 256u;
-  if (i < arrayLength(&dst)) { dst[i] = src[i]; }
-})";
-
-// A vec4 copy of `bytes` between two buffers of the pool.
+// A vec4 copy of `bytes` between two buffers of the pool (bench/common/copy_kernel.h).
 struct CopyWay {
-  gpu::PooledBuffer src, dst;
-  Way way{"", {}};
+  CopyWay(GpuContext& gpu, uint64_t bytes) : copy(gpu, bytes) {}
+  bench::CopyKernel copy;
+  Way way{"vec4 copy of the output's size (read + write)", [this] { copy.record(); }};
 };
 
-std::unique_ptr<CopyWay> copy_way(GpuContext& gpu, uint64_t bytes) {
-  gpu::KernelSource k;
-  k.label = "roofline copy";
-  k.wgsl = kCopyWgsl;
-  k.bindings = {gpu::Access::Read, gpu::Access::ReadWrite};
-  const gpu::Kernel& kernel = gpu.pipelines().get(k);
-  auto c = std::make_unique<CopyWay>();
-  c->src = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline src");
-  c->dst = gpu.pool().acquire(bytes, gpu::BufferKind::Storage, "roofline dst");
-  const std::vector<gpu::BufferRange> ranges = {c->src.range(), c->dst.range()};
-  c->way = Way{"vec4 copy of the output's size (read + write)", [&gpu, &kernel, ranges, bytes] {
-                 gpu.recorder().dispatch(kernel, ranges, {}, (bytes / 16 + 255) / 256, "roofline copy");
-               }};
-  return c;
-}
+std::unique_ptr<CopyWay> copy_way(GpuContext& gpu, uint64_t bytes) { return std::make_unique<CopyWay>(gpu, bytes); }
 
 double copy_roofline(GpuContext& gpu, const Options& o, uint64_t bytes) {
   const auto copy = copy_way(gpu, bytes);
