@@ -24,6 +24,14 @@ void GpuTensorData::download(uint8_t* out, size_t nbytes) const {
   if (nbytes) std::memcpy(out, host.data(), nbytes);
 }
 
+std::shared_ptr<const GpuTensorData> GpuTensorData::in_storage(const kernel::StorageType& storage) const {
+  for (const auto& copy : other_storages_)
+    if (copy->storage() == storage) return copy;
+  return nullptr;
+}
+
+void GpuTensorData::keep_copy(std::shared_ptr<const GpuTensorData> copy) const { other_storages_.push_back(std::move(copy)); }
+
 namespace {
 
 // Bytes one element takes in a GPU buffer: a whole word when widened or narrowed, else its own size
@@ -55,17 +63,21 @@ std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& c
                                             const kernel::StorageType& storage, const std::string& name,
                                             const std::optional<kernel::ValueRange>& range) {
   auto existing = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
-  if (existing && existing->context() == context.get() && existing->storage() == storage && !range) return existing;
+  if (existing && existing->context() != context.get()) existing.reset();
+  if (existing && !range) {
+    if (existing->storage() == storage) return existing;
+    if (auto copy = existing->in_storage(storage)) return copy;
+  }
   const std::vector<uint8_t> bytes = encode_for_gpu(t, storage, name, range);
   auto buffer = new_buffer(*context, bytes.size(), "upload " + name);
   context->recorder().upload(buffer->range(0, bytes.size()),
                              std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()), "upload " + name);
   auto data = std::make_shared<const GpuTensorData>(context, std::move(buffer), storage, t.shape());
-  // The new copy replaces one in another storage: every device copy holds the tensor's whole
-  // value, and the storage a tensor is used in last is the one it is likeliest used in next (a
-  // quantized weight's scales: widened for the load-time bias computation, packed for every matmul
-  // after it), so converting again each call is avoided.
-  if (!range) TensorDeviceAccess::attach(t, data);
+  if (range) return data;
+  if (existing)
+    existing->keep_copy(data);
+  else
+    TensorDeviceAccess::attach(t, data);
   return data;
 }
 

@@ -27,11 +27,19 @@ class GpuTensorData final : public DeviceData {
   gpu::BufferRange range() const { return buffer_->range(); }
   const kernel::StorageType& storage() const { return storage_; }
 
+  // The same value in another storage, made earlier (a quantized weight's scales: widened for the
+  // Take of an embedding's rows, packed for the tied lm_head's matmul); null when none was made.
+  // Safe to keep: a kernel writes a buffer in place only when no other tensor holds it, and the
+  // written tensor gets a new GpuTensorData, so this one's copies are never observed stale.
+  std::shared_ptr<const GpuTensorData> in_storage(const kernel::StorageType& storage) const;
+  void keep_copy(std::shared_ptr<const GpuTensorData> copy) const;
+
  private:
   std::shared_ptr<GpuContext> context_;  // declared first: outlives the buffer
   std::shared_ptr<gpu::PooledBuffer> buffer_;
   kernel::StorageType storage_;
   Shape shape_;
+  mutable std::vector<std::shared_ptr<const GpuTensorData>> other_storages_;
 };
 
 // A new, uninitialised buffer for `bytes` (at least one word).
