@@ -135,7 +135,8 @@ std::vector<OpProfile> Session::profile(const std::string& trace_path) {
   for (const auto& [op, count] : placement.on_host) {
     const uint64_t seen = impl_->placement_seen.on_host[op];
     if (count != seen)
-      by_op[{op, "host"}] = OpProfile{op, "host", count - seen, 0, "positions or shape arithmetic from values the host holds: computed there"};
+      by_op[{op, "host"}] =
+          OpProfile{op, "host", count - seen, 0, "positions or shape arithmetic from values the host holds: computed there"};
   }
   for (const auto& [op, count] : placement.views) {
     const uint64_t seen = impl_->placement_seen.views[op];

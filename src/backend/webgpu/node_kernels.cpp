@@ -245,9 +245,9 @@ bool computes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
   if (!r.inputs.empty()) return elements <= kHostElements;
   // Temps carry no metadata; a generator names its dtype in its scalar_type attribute.
   const auto type = r.request.attributes.find("scalar_type");
-  const std::optional<DType> made =
-      type != r.request.attributes.end() && type->second.is_int() ? dtype_from_scalar_type(static_cast<int>(type->second.as_int()))
-                                                                   : std::nullopt;
+  const std::optional<DType> made = type != r.request.attributes.end() && type->second.is_int()
+                                        ? dtype_from_scalar_type(static_cast<int>(type->second.as_int()))
+                                        : std::nullopt;
   for (const auto& [name, slot] : r.outputs) {
     const ir::TensorMeta* meta = ctx.program().meta(slot);
     const std::optional<DType> dtype = meta ? std::optional(meta->dtype) : made;
