@@ -381,7 +381,8 @@ void add_quantized_cases(std::vector<OpCase>& cases, const std::string& only) {
                  {{"x", x}, {"w", q.w}, {"scales", q.scales}, {"biases", q.biases}},
                  {{"bits", kernel::Value(int64_t{bits})}, {"group_size", kernel::Value(int64_t{kGroup})}},
                  bytes,
-                 [=](int64_t k) {
+                 // clang 14 cannot capture a structured binding implicitly.
+                 [=, depth = depth](int64_t k) {
                    double sum = 0;
                    for (int64_t i = 0; i < depth; ++i) sum += at(x, i) * q.at_rc(k, i);
                    return sum;
