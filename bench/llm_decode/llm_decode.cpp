@@ -227,17 +227,6 @@ std::vector<float> decode_step(Session& session, size_t logits_index, int64_t vo
 
 int64_t token_at(int64_t step, int64_t vocab) { return (step * 7919 + 13) % vocab; }
 
-RunStats difference(const RunStats& a, const RunStats& b) {
-  return {a.plans_made - b.plans_made,
-          a.kernels_rendered - b.kernels_rendered,
-          a.pipelines_compiled - b.pipelines_compiled,
-          a.buffers_created - b.buffers_created,
-          a.submits - b.submits,
-          a.dispatches - b.dispatches,
-          a.bytes_uploaded - b.bytes_uploaded,
-          a.bytes_read - b.bytes_read};
-}
-
 nlohmann::json stats_json(const RunStats& s, double per) {
   return {{"plans_made", s.plans_made / per},
           {"kernels_rendered", s.kernels_rendered / per},
@@ -356,7 +345,7 @@ DecodeRun run_decode(const Options& o, const std::string& constants_path) {
       decode_step(session, logits, vocab, token_at(step, vocab), position);
       ms.push_back(seconds_since(start) * 1e3);
     }
-    return difference(session.totals(), before);
+    return session.totals() - before;
   };
   run.warmup = timed_steps(o.warmup, run.warmup_ms);
   const auto copy_gpu = copy_context(o);

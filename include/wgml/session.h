@@ -48,6 +48,9 @@ struct RunStats {
   uint64_t bytes_read = 0;          // GPU to host (outputs read, CPU fallbacks' inputs)
 };
 
+// What happened between two snapshots of Session::totals(): each counter's increase.
+RunStats operator-(const RunStats& after, const RunStats& before);
+
 // One program input or output as the model declares it.
 struct IoInfo {
   std::string name;

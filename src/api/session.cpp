@@ -74,7 +74,9 @@ RunStats run_stats(const backend::webgpu::GpuContext::Counters& c) {
                   c.submits,    c.dispatches,       c.bytes_uploaded,     c.bytes_read};
 }
 
-RunStats difference(const RunStats& after, const RunStats& before) {
+}  // namespace
+
+RunStats operator-(const RunStats& after, const RunStats& before) {
   return RunStats{after.plans_made - before.plans_made,
                   after.kernels_rendered - before.kernels_rendered,
                   after.pipelines_compiled - before.pipelines_compiled,
@@ -85,13 +87,11 @@ RunStats difference(const RunStats& after, const RunStats& before) {
                   after.bytes_read - before.bytes_read};
 }
 
-}  // namespace
-
 std::vector<Value> Session::run(const std::vector<Value>& inputs) {
   if (!impl_->gpu()) return impl_->executor->run(inputs);
   const RunStats before = totals();
   std::vector<Value> outputs = impl_->executor->run(inputs);
-  impl_->last_run = difference(totals(), before);
+  impl_->last_run = totals() - before;
   return outputs;
 }
 

@@ -20,17 +20,6 @@ double ms_since(Clock::time_point start) { return std::chrono::duration<double, 
 
 bool is_int64_tensor(const IoInfo& io) { return io.kind == "tensor" && io.dtype == DType::Int64; }
 
-RunStats operator-(const RunStats& a, const RunStats& b) {
-  return RunStats{a.plans_made - b.plans_made,
-                  a.kernels_rendered - b.kernels_rendered,
-                  a.pipelines_compiled - b.pipelines_compiled,
-                  a.buffers_created - b.buffers_created,
-                  a.submits - b.submits,
-                  a.dispatches - b.dispatches,
-                  a.bytes_uploaded - b.bytes_uploaded,
-                  a.bytes_read - b.bytes_read};
-}
-
 }  // namespace
 
 Generator::Generator(Session& session) : session_(session) {
