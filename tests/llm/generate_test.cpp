@@ -78,7 +78,9 @@ TEST_P(GenerateFixture, GreedyTokensMatchTransformers) {
   wgml::Generator generator(*session);
   const auto want = reference.at("tokens").get<std::vector<int64_t>>();
   const auto margins = reference.at("margins").get<std::vector<double>>();
-  const auto got = generator.generate(prompt, {.max_new_tokens = static_cast<int64_t>(want.size())});
+  wgml::GenerationOptions options;
+  options.max_new_tokens = static_cast<int64_t>(want.size());
+  const auto got = generator.generate(prompt, options);
   ASSERT_EQ(got.size(), want.size());
   size_t compared = 0;
   for (; compared < want.size(); ++compared) {
@@ -90,9 +92,10 @@ TEST_P(GenerateFixture, GreedyTokensMatchTransformers) {
     std::cout << name << " on " << device << ": tokens equal up to the near-tie at step " << compared << " (margin "
               << margins[compared] << ")\n";
 
-  if (device == "webgpu")
+  if (device == "webgpu") {
     for (const wgml::OpProfile& p : session->profile())
       EXPECT_NE(p.device, "cpu") << name << ": " << p.op << " ran on the CPU: " << p.note;
+  }
 }
 
 // Fed the judge's tokens one by one (so a near-tie cannot send generation elsewhere), the program's

@@ -11,7 +11,7 @@ namespace {
 const std::vector<float> kLogits = {0.5f, 3.0f, -1.0f, 3.0f, 2.5f, 0.0f};
 
 TEST(Sampler, GreedyTakesTheFirstOfEqualMaxima) {
-  wgml::Sampler sampler({});
+  wgml::Sampler sampler(wgml::SamplingOptions{});
   EXPECT_EQ(sampler.next(kLogits), 1);
 }
 
@@ -53,9 +53,9 @@ TEST(Sampler, TheSameSeedDrawsTheSameTokens) {
 }
 
 TEST(Sampler, InvalidOptionsAreTypedErrors) {
-  EXPECT_THROW(wgml::Sampler({.temperature = -1.0f}), wgml::Error);
-  EXPECT_THROW(wgml::Sampler({.temperature = 1.0f, .top_k = 0, .top_p = 0.0f}), wgml::Error);
-  wgml::Sampler sampler({});
+  EXPECT_THROW(wgml::Sampler({.temperature = -1.0f, .top_k = 0, .top_p = 1.0f, .seed = 0}), wgml::Error);
+  EXPECT_THROW(wgml::Sampler({.temperature = 1.0f, .top_k = 0, .top_p = 0.0f, .seed = 0}), wgml::Error);
+  wgml::Sampler sampler(wgml::SamplingOptions{});
   EXPECT_THROW(sampler.next({}), wgml::Error);
 }
 
