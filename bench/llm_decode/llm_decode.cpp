@@ -17,11 +17,12 @@
 // position [p] (the KV cache is zero, which does not change the work: attention covers p + 1 keys),
 // then the last logits row read back as floats. Generator itself cannot start at a position
 // without a prefill, and a payload of an older export (transformers 5.4-5.23) returns per-layer
-// cache positions before its logits, which only a .pte's method signature drops. After --warmup steps, a second of copies on the same device brings
-// an idle GPU's clock up, then --steps steps are timed one by one. The copy bandwidth (a vec4 copy
-// of --copy-mib, bench/common/copy_kernel.h; memcpy on --device cpu) is measured after them.
-// past + warmup + steps must stay within the export's KV cache (2048 for the committed programs):
-// the bench does not know the cache length, and a step beyond it is not reported as an error.
+// cache positions before its logits, which only a .pte's method signature drops. After --warmup
+// steps, a second of copies on the same device brings an idle GPU's clock up, then --steps steps
+// are timed one by one. The copy bandwidth (a vec4 copy of --copy-mib, bench/common/copy_kernel.h;
+// memcpy on --device cpu) is measured after them. past + warmup + steps must stay within the
+// export's KV cache (2048 for the committed programs): the bench does not know the cache length,
+// and a step beyond it is not reported as an error.
 //
 // Weights read per token: every constant (init-chain outputs at their computed size) except tables
 // only gathered from (an untied embedding), so GB/s = those bytes / median ms per token.
