@@ -12,12 +12,15 @@ GpuTensorData::GpuTensorData(std::shared_ptr<GpuContext> context, std::shared_pt
                              kernel::StorageType storage, Shape shape)
     : context_(std::move(context)), buffer_(std::move(buffer)), storage_(std::move(storage)), shape_(std::move(shape)) {}
 
-void GpuTensorData::download(uint8_t* out, size_t nbytes) const {
-  const uint64_t bytes = kernel::gpu_buffer_bytes(storage_, shape_numel(shape_));
-  const std::vector<std::byte> raw = context_->recorder().read(buffer_->range(0, bytes), "read a tensor back");
+Tensor GpuTensorData::read_decoded(uint64_t offset, uint64_t bytes, const Shape& shape, std::string_view op) const {
+  const std::vector<std::byte> raw = context_->recorder().read(buffer_->range(offset, bytes), op);
   std::vector<uint8_t> words(raw.size());
   std::memcpy(words.data(), raw.data(), raw.size());
-  const Tensor host = decode_from_gpu(words, storage_, shape_);
+  return decode_from_gpu(words, storage_, shape);
+}
+
+void GpuTensorData::download(uint8_t* out, size_t nbytes) const {
+  const Tensor host = read_decoded(0, kernel::gpu_buffer_bytes(storage_, shape_numel(shape_)), shape_, "read a tensor back");
   if (host.nbytes() != nbytes)
     throw Error(ErrorCode::Runtime, "GPU tensor read back with " + std::to_string(host.nbytes()) + " bytes where " +
                                         std::to_string(nbytes) + " were expected");
@@ -47,10 +50,8 @@ void GpuTensorData::download_elements(int64_t first, int64_t count, uint8_t* out
   const uint64_t element = stored_element_bytes(storage_);
   const uint64_t begin = first * element / 4 * 4;
   const uint64_t end = ((first + count) * element + 3) / 4 * 4;
-  const std::vector<std::byte> raw = context_->recorder().read(buffer_->range(begin, end - begin), "read tensor elements back");
-  std::vector<uint8_t> words(raw.size());
-  std::memcpy(words.data(), raw.data(), raw.size());
-  const Tensor window = decode_from_gpu(words, storage_, {static_cast<int64_t>((end - begin) / element)});
+  const Tensor window =
+      read_decoded(begin, end - begin, {static_cast<int64_t>((end - begin) / element)}, "read tensor elements back");
   const size_t host_element = dtype_size(storage_.logical);
   std::memcpy(out, window.data() + (first - static_cast<int64_t>(begin / element)) * host_element, count * host_element);
 }

@@ -35,6 +35,9 @@ class GpuTensorData final : public DeviceData {
   void keep_copy(std::shared_ptr<const GpuTensorData> copy) const;
 
  private:
+  // Bytes [offset, offset + bytes) of the buffer read back and decoded as a tensor of `shape`.
+  Tensor read_decoded(uint64_t offset, uint64_t bytes, const Shape& shape, std::string_view op) const;
+
   std::shared_ptr<GpuContext> context_;  // declared first: outlives the buffer
   std::shared_ptr<gpu::PooledBuffer> buffer_;
   kernel::StorageType storage_;

@@ -166,6 +166,17 @@ std::variant<Tensor, std::string> cast_on_gpu(const WebGpuState& state, const Te
   return std::move(std::get<std::map<std::string, Tensor>>(result).at("out"));
 }
 
+// Input `name` of `r` (its request entry `input`) cast to `dtype` on the GPU; returns the reason
+// when the cast does not fit the GPU.
+std::optional<std::string> cast_input(const WebGpuState& state, NodeRequest& r, const std::string& name,
+                                      kernel::TensorDesc& input, DType dtype) {
+  auto cast = cast_on_gpu(state, r.inputs.at(name), dtype);
+  if (auto* why_not = std::get_if<std::string>(&cast)) return *why_not;
+  r.inputs[name] = std::move(std::get<Tensor>(cast));
+  input.dtype = dtype;
+  return std::nullopt;
+}
+
 // The spec's `promote` inputs cast to MLX's promoted dtype of them all, as MLX casts them before
 // the op; returns the reason when a cast does not fit the GPU.
 std::optional<std::string> promote_operands(const WebGpuState& state, const kernel::KernelSpec& spec, NodeRequest& r) {
@@ -182,10 +193,7 @@ std::optional<std::string> promote_operands(const WebGpuState& state, const kern
   for (const std::string& name : spec.promote) {
     const auto it = r.request.inputs.find(name);
     if (it == r.request.inputs.end() || it->second.dtype == *target) continue;
-    auto cast = cast_on_gpu(state, r.inputs.at(name), *target);
-    if (auto* why_not = std::get_if<std::string>(&cast)) return *why_not;
-    r.inputs[name] = std::move(std::get<Tensor>(cast));
-    it->second.dtype = *target;
+    if (auto why_not = cast_input(state, r, name, it->second, *target)) return why_not;
   }
   return std::nullopt;
 }
@@ -204,10 +212,7 @@ std::optional<std::string> widen_operands(const WebGpuState& state, const kernel
     const auto it = r.request.inputs.find(name);
     const std::optional<DType> target = it == r.request.inputs.end() ? std::nullopt : widened(it->second.dtype);
     if (!target) continue;
-    auto cast = cast_on_gpu(state, r.inputs.at(name), *target);
-    if (auto* why_not = std::get_if<std::string>(&cast)) return *why_not;
-    r.inputs[name] = std::move(std::get<Tensor>(cast));
-    it->second.dtype = *target;
+    if (auto why_not = cast_input(state, r, name, it->second, *target)) return why_not;
   }
   return std::nullopt;
 }
