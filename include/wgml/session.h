@@ -38,14 +38,15 @@ struct OpProfile {
 // What one run() did on the GPU besides computing: a steady decode step (after its first two)
 // makes no plans, renders no kernels, compiles no pipelines and creates no buffers. Zero on the CPU.
 struct RunStats {
-  uint64_t plans_made = 0;          // kernel plans made for requests not seen before
-  uint64_t kernels_rendered = 0;    // WGSL rendered from templates (a shape class not seen before)
-  uint64_t pipelines_compiled = 0;  // compute pipelines compiled
-  uint64_t buffers_created = 0;     // GPU buffers created (not reused from the pool)
-  uint64_t submits = 0;             // queue submissions
-  uint64_t dispatches = 0;          // compute dispatches
-  uint64_t bytes_uploaded = 0;      // host to GPU
-  uint64_t bytes_read = 0;          // GPU to host (outputs read, CPU fallbacks' inputs)
+  uint64_t plans_made = 0;           // kernel plans made for requests not seen before
+  uint64_t kernels_rendered = 0;     // WGSL rendered from templates (a shape class not seen before)
+  uint64_t pipelines_compiled = 0;   // compute pipelines compiled
+  uint64_t buffers_created = 0;      // GPU buffers created (not reused from the pool)
+  uint64_t bind_groups_created = 0;  // GPU bind groups created (not found in the recorder's cache)
+  uint64_t submits = 0;              // queue submissions
+  uint64_t dispatches = 0;           // compute dispatches
+  uint64_t bytes_uploaded = 0;       // host to GPU
+  uint64_t bytes_read = 0;           // GPU to host (outputs read, CPU fallbacks' inputs)
 };
 
 // What happened between two snapshots of Session::totals(): each counter's increase.

@@ -70,7 +70,7 @@ const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 namespace {
 
 RunStats run_stats(const backend::webgpu::GpuContext::Counters& c) {
-  return RunStats{c.plans_made, c.kernels_rendered, c.pipelines_compiled, c.buffers_created,
+  return RunStats{c.plans_made, c.kernels_rendered, c.pipelines_compiled, c.buffers_created, c.bind_groups_created,
                   c.submits,    c.dispatches,       c.bytes_uploaded,     c.bytes_read};
 }
 
@@ -81,6 +81,7 @@ RunStats operator-(const RunStats& after, const RunStats& before) {
                   after.kernels_rendered - before.kernels_rendered,
                   after.pipelines_compiled - before.pipelines_compiled,
                   after.buffers_created - before.buffers_created,
+                  after.bind_groups_created - before.bind_groups_created,
                   after.submits - before.submits,
                   after.dispatches - before.dispatches,
                   after.bytes_uploaded - before.bytes_uploaded,

@@ -83,6 +83,7 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
     id_ = other.id_;
     size_ = other.size_;
     capacity_ = other.capacity_;
+    loan_ = other.loan_;
     kind_ = other.kind_;
   }
   return *this;
@@ -117,6 +118,7 @@ PooledBuffer BufferPool::acquire(uint64_t bytes, BufferKind kind, std::string_vi
   out.size_ = size;
   out.capacity_ = capacity;
   out.kind_ = kind;
+  out.loan_ = ++loans_;
   if (take_free({kind, capacity}, out)) {
     ++stats_.reused;
   } else {
@@ -133,14 +135,14 @@ bool BufferPool::take_free(const ClassKey& key, PooledBuffer& out) {
   auto it = free_.find(key);
   if (it == free_.end() || it->second.empty()) return false;
   std::vector<FreeBuffer>& buffers = it->second;
-  // Oldest first: the earliest released buffer is the likeliest to be finished.
-  auto finished = [&](uint64_t completed) {
+  auto earliest_lent_finished = [&](uint64_t completed) {
+    size_t found = buffers.size();
     for (size_t i = 0; i < buffers.size(); ++i)
-      if (buffers[i].fence <= completed) return i;
-    return buffers.size();
+      if (buffers[i].fence <= completed && (found == buffers.size() || buffers[i].loan < buffers[found].loan)) found = i;
+    return found;
   };
-  size_t index = finished(device_.last_completed());
-  if (index == buffers.size()) index = finished(device_.completed());
+  size_t index = earliest_lent_finished(device_.last_completed());
+  if (index == buffers.size()) index = earliest_lent_finished(device_.completed());
   if (index == buffers.size()) return false;
   out.handle_ = buffers[index].handle;
   out.id_ = buffers[index].id;
@@ -150,7 +152,7 @@ bool BufferPool::take_free(const ClassKey& key, PooledBuffer& out) {
 }
 
 void BufferPool::give_back(PooledBuffer& buffer) {
-  free_[{buffer.kind_, buffer.capacity_}].push_back({buffer.handle_, buffer.id_, device_.work_fence()});
+  free_[{buffer.kind_, buffer.capacity_}].push_back({buffer.handle_, buffer.id_, device_.work_fence(), buffer.loan_});
   ++stats_.free_buffers;
 }
 

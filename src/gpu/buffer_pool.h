@@ -1,5 +1,8 @@
 #pragma once
 // GPU buffers by size class, reused once the GPU has finished the work that last used them.
+// Among the reusable buffers of a class the one lent earliest goes first, so a run that repeats
+// the previous run's requests gets the same buffers in the same places: the recorder's bind
+// groups, keyed by buffer ids, are then made once, not at every decode step.
 #include <cstdint>
 #include <map>
 #include <string_view>
@@ -60,14 +63,12 @@ class PooledBuffer {
  private:
   friend class BufferPool;
 
-  // Maps the first `size` bytes of a Readback buffer for reading, waiting until the GPU work that
-  // writes it has finished. The caller unmaps it.
-  void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op);
   BufferPool* pool_ = nullptr;
   WGPUBuffer handle_ = nullptr;
   uint64_t id_ = 0;
   uint64_t size_ = 0;
   uint64_t capacity_ = 0;
+  uint64_t loan_ = 0;  // the pool's count of loans when this one was made
   BufferKind kind_ = BufferKind::Storage;
 };
 
@@ -100,6 +101,7 @@ class BufferPool {
     WGPUBuffer handle;
     uint64_t id;
     uint64_t fence;  // submission that must finish before the buffer is reused
+    uint64_t loan;   // when it was last lent
   };
   using ClassKey = std::pair<BufferKind, uint64_t>;
 
@@ -109,6 +111,7 @@ class BufferPool {
 
   Device& device_;
   std::map<ClassKey, std::vector<FreeBuffer>> free_;
+  uint64_t loans_ = 0;
   Stats stats_;
 };
 

@@ -15,6 +15,9 @@ namespace wgml::runtime {
 
 using KernelFn = void (*)(const ir::Node&, ExecContext&);
 using OnnxKernelFn = void (*)(const ir::OnnxOp&, ExecContext&);
+// Runs a fused op (runtime/fusion.h) as one kernel; false when it does not fit one, and then the
+// executor runs the op's parts.
+using FusedKernelFn = bool (*)(const ir::OnnxOp&, ExecContext&);
 
 class KernelTable {
  public:
@@ -33,9 +36,14 @@ class KernelTable {
   }
   const std::map<std::pair<std::string, std::string>, OnnxKernelFn>& onnx_kernels() const { return onnx_; }
 
+  // Set by a backend that runs fused ops: the executor then fuses the programs it runs.
+  void set_fused(FusedKernelFn fn) { fused_ = fn; }
+  FusedKernelFn fused() const { return fused_; }
+
  private:
   std::array<KernelFn, ir::kMaxNodeUnionId + 1> table_{};
   std::map<std::pair<std::string, std::string>, OnnxKernelFn> onnx_;
+  FusedKernelFn fused_ = nullptr;
 };
 
 class Backend {

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/elements.h"
+#include "runtime/fusion.h"
 #include "runtime/native_ops.h"
 
 namespace wgml::runtime {
@@ -58,10 +59,18 @@ void check_input_count(size_t found, size_t expected, const std::string& path) {
                 path + ": expected " + std::to_string(expected) + " inputs, found " + std::to_string(found));
 }
 
+// The model as `backend` runs it: with fused ops where it has a kernel for them.
+std::shared_ptr<const ir::Model> for_backend(std::shared_ptr<const ir::Model> model, const Backend& backend) {
+  if (!backend.kernels().fused()) return model;
+  auto fused = std::make_shared<ir::Model>(*model);
+  fuse_instructions(fused->program);
+  return fused;
+}
+
 }  // namespace
 
 Executor::Executor(std::shared_ptr<const ir::Model> model, const Backend& backend)
-    : model_(std::move(model)), backend_(backend), ctx_(model_->program) {
+    : model_(for_backend(std::move(model), backend)), backend_(backend), ctx_(model_->program) {
   backend_.attach(ctx_);
   bind_constants();
   zero_mutable_buffers();
@@ -212,10 +221,14 @@ std::string Executor::where(uint32_t chain, size_t index, const ir::Instruction&
 
 void Executor::run_instruction(uint32_t chain, size_t index, const ir::Instruction& instruction) {
   const ir::Node* node = ir::as_node(instruction);
-  // Control flow reports errors from inside its body chains, already located.
+  // Control flow and fused ops' parts report errors from inside their chains, already located.
   if (node) {
     if (const auto* scan = std::get_if<ir::ScanNode>(node)) return run_scan(*scan);
     if (const auto* branch = std::get_if<ir::IfNode>(node)) return run_if(*branch);
+  }
+  if (const auto* op = std::get_if<ir::OnnxOp>(&instruction); op && op->parts_chain) {
+    if (!run_fused_kernel(chain, index, *op)) run_chain(*op->parts_chain);
+    return;
   }
   try {
     if (node)
@@ -226,6 +239,15 @@ void Executor::run_instruction(uint32_t chain, size_t index, const ir::Instructi
     throw Error(e.code(), where(chain, index, instruction) + ": " + e.what());
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::Runtime, where(chain, index, instruction) + ": out of memory");
+  }
+}
+
+bool Executor::run_fused_kernel(uint32_t chain, size_t index, const ir::OnnxOp& op) {
+  const FusedKernelFn kernel = backend_.kernels().fused();
+  try {
+    return kernel && kernel(op, ctx_);
+  } catch (const Error& e) {
+    throw Error(e.code(), where(chain, index, op) + ": " + e.what());
   }
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // Executor: owns a loaded model's state and runs it with ExecuTorch MLX-runtime semantics.
 // Constants are bound once, mutable buffers zero-filled once and kept across run() calls, the
-// init chain runs once, then the main-chain instructions that compute only from constants
-// (runtime/constant_folding.h); per call the main chain runs with their results rebound. Control flow (Scan, If), value-slot
-// arithmetic and slot copies are handled here for every backend; everything else goes to the backend.
+// init chain runs once, the main chain gets the fused ops its backend runs (runtime/fusion.h), then the main-chain instructions
+// that compute only from constants (runtime/constant_folding.h); per call the main chain runs with their results rebound. Control
+// flow (Scan, If), value-slot arithmetic and slot copies are handled here for every backend; everything else goes to the backend.
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +43,8 @@ class Executor {
   void run_instruction(uint32_t chain, size_t index, const ir::Instruction& instruction);
   void run_node(const ir::Node& node);
   void run_onnx_op(const ir::OnnxOp& op);
+  // Runs a fused op's kernel; false when the backend has none or the op does not fit it.
+  bool run_fused_kernel(uint32_t chain, size_t index, const ir::OnnxOp& op);
   void run_scan(const ir::ScanNode& scan);
   void run_if(const ir::IfNode& node);
   std::string where(uint32_t chain, size_t index, const ir::Instruction& instruction) const;

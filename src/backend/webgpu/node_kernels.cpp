@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "backend/cpu/broadcast.h"
+#include "backend/cpu/strided.h"
 #include "backend/webgpu/plan_runner.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/device_data.h"
@@ -294,6 +295,20 @@ void run_as_view(const ir::Node& node, ExecContext& ctx) {
   state.cpu->find(N::kUnionId)(node, ctx);
 }
 
+// A transpose that moves only axes of size 1 out of order leaves every element in place: its
+// output is the same buffer under the permuted shape (a decode step's [1, 1, H, D] heads becoming
+// [1, H, 1, D]), so no kernel runs.
+void run_transpose(const ir::Node& node, ExecContext& ctx) {
+  const auto& n = std::get<ir::TransposeNode>(node);
+  const Tensor& x = ctx.tensor(n.x);
+  const std::vector<int> perm = cpu::checked_permutation(n.perm, x.rank());
+  if (!cpu::keeps_memory_order(x.shape(), perm)) return run_node<ir::TransposeNode>(node, ctx);
+  Shape shape;
+  for (int a : perm) shape.push_back(x.dim(a));
+  ++ctx.backend_state<WebGpuState>().placement->views["Transpose"];
+  ctx.set_tensor(n.out, x.reshaped(shape));
+}
+
 // Checks that a spec takes every field of node type N as FieldCollector passes it: a tensor as
 // the input or output of its name, a list of tensors as the spec's list of that name, anything
 // else as an attribute; and that each required input and output of the spec is some field's.
@@ -471,7 +486,10 @@ void register_node(const GpuContext& gpu, runtime::KernelTable& table) {
   FieldMappingCheck check(*spec);
   ir::for_each_field(N{}, check);
   check.check_every_tensor_mapped();
-  table.set(N::kUnionId, run_node<N>);
+  if constexpr (std::is_same_v<N, ir::TransposeNode>)
+    table.set(N::kUnionId, run_transpose);
+  else
+    table.set(N::kUnionId, run_node<N>);
 }
 
 kernel::Value attribute_value(const ir::OnnxAttribute::Value& v) {
@@ -499,6 +517,7 @@ NodeRequest onnx_request(const ir::OnnxOp& op, const kernel::KernelSpec& spec, c
   for (size_t k = 0; k < op.outputs.size() && k < spec.outputs.size(); ++k)
     if (op.outputs[k]) collect(spec.outputs[k].name, *op.outputs[k], ir::FieldRole::Write);
   for (const ir::OnnxAttribute& a : op.attributes) r.request.attributes[a.name] = attribute_value(a.value);
+  for (const auto& [name, vid] : op.value_attributes) r.request.attributes[name] = kernel::Value(int64_t{ctx.int_value(vid)});
   return r;
 }
 
@@ -511,6 +530,16 @@ void run_onnx_op(const ir::OnnxOp& op, ExecContext& ctx) {
   if (why_not) run_on_cpu(state, label, *why_not, [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });
 }
 
+// A fused op (runtime/fusion.h) on the GPU: the spec of its domain and type, operands by position
+// as for kept ONNX ops; false when there is none or the request does not fit it (its parts run).
+bool run_fused_op(const ir::OnnxOp& op, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  const kernel::KernelSpec* spec = state.gpu->engine().find(op.domain, op.op_type);
+  if (!spec) return false;
+  NodeRequest r = onnx_request(op, *spec, ctx);
+  return !run_on_gpu(ctx, state, *spec, op.domain + "." + op.op_type, r);
+}
+
 }  // namespace
 
 void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cpu, runtime::KernelTable& table) {
@@ -518,6 +547,7 @@ void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cp
   (std::make_index_sequence<std::variant_size_v<ir::Node>>{});
   for (const auto& [key, kernel] : cpu.onnx_kernels())
     if (gpu.engine().find(key.first, key.second)) table.add_onnx(key.first, key.second, run_onnx_op);
+  table.set_fused(run_fused_op);
 }
 
 }  // namespace wgml::backend::webgpu
