@@ -221,10 +221,7 @@ std::vector<float> decode_step(Session& session, size_t logits_index, int64_t vo
   positions.mutable_data_as<int64_t>()[0] = position;
   const std::vector<Value> outputs = session.run({ids, positions});
   const Tensor& logits = std::get<Tensor>(outputs.at(logits_index));
-  const Tensor row = logits.flat_range(logits.numel() - vocab, vocab);
-  std::vector<float> values(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i) values[i] = static_cast<float>(load_as_double(row.dtype(), row.data(), i));
-  return values;
+  return to_floats(logits.flat_range(logits.numel() - vocab, vocab));
 }
 
 int64_t token_at(int64_t step, int64_t vocab) { return (step * 7919 + 13) % vocab; }
