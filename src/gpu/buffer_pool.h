@@ -2,6 +2,7 @@
 // GPU buffers by size class, reused once the GPU has finished the work that last used them.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -90,8 +91,14 @@ class BufferPool {
     uint64_t reused = 0;   // requests served from the pool
     uint64_t free_buffers = 0;
     uint64_t bytes_allocated = 0;  // all buffers the pool made and has not destroyed
+    uint64_t buffers_in_use = 0;   // on loan
+    uint64_t bytes_in_use = 0;     // capacity of the buffers on loan
+    uint64_t peak_bytes_allocated = 0;
+    uint64_t peak_bytes_in_use = 0;
   };
   const Stats& stats() const { return stats_; }
+  // Starts new peaks from what is allocated and in use now.
+  void reset_peaks();
   Device& device() { return device_; }
 
  private:
@@ -104,7 +111,9 @@ class BufferPool {
   using ClassKey = std::pair<BufferKind, uint64_t>;
 
   void give_back(PooledBuffer& buffer);
-  bool take_free(const ClassKey& key, PooledBuffer& out);
+  bool take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out);
+  std::optional<size_t> usable(BufferKind kind, const std::vector<FreeBuffer>& buffers);
+  void lend(PooledBuffer& buffer);
   void destroy(WGPUBuffer handle, uint64_t capacity);
 
   Device& device_;

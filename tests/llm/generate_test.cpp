@@ -183,4 +183,33 @@ TEST(GenerateLoop, SteadyDecodeStepsCompileNothingAndSubmitOnce) {
   for (const wgml::OpProfile& p : session->profile()) EXPECT_NE(p.device, "cpu") << p.op << ": " << p.note;
 }
 
+// Temps go back to the GPU buffer pool at their last use and serve the next temps (runtime/
+// release_plan.h, gpu/buffer_pool.h): after warm-up, each step of a 64-step decode creates no
+// buffer, holds the same buffers when it ends, and peaks at the same device bytes.
+TEST(GenerateLoop, SteadyDecodeHoldsAConstantNumberOfBuffers) {
+  wgml::SessionOptions options;
+  options.device = "webgpu";
+  std::optional<wgml::Session> session;
+  try {
+    session.emplace((kFixtures / "tiny-llama-fp32" / "model.pte").string(), options);
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no WebGPU device: " << e.what();
+  }
+  wgml::Generator generator(*session);
+  std::vector<int64_t> token = {1, 2, 3, 4};
+  generator.forward(token);
+  constexpr int kWarmUp = 8;
+  wgml::RunStats settled;
+  for (int step = 0; step < 64; ++step) {
+    generator.forward(std::span<const int64_t>(token.data(), 1));
+    const wgml::RunStats& stats = session->last_run_stats();
+    if (step < kWarmUp) continue;
+    if (step == kWarmUp) settled = stats;
+    EXPECT_EQ(stats.buffers_created, 0u) << "step " << step;
+    EXPECT_EQ(stats.device_buffers_in_use, settled.device_buffers_in_use) << "step " << step;
+    EXPECT_EQ(stats.peak_device_bytes, settled.peak_device_bytes) << "step " << step;
+  }
+  EXPECT_GT(settled.device_buffers_in_use, 0u);
+}
+
 }  // namespace
