@@ -177,6 +177,7 @@ int run(const RunArgs& args) {
   }
   for (size_t s = 0; s < steps.size(); ++s)
     print_outputs(session, outputs[s], args.output_dir, steps.size() > 1 ? ".step" + std::to_string(s) : "");
+  std::cout.flush();  // the times and the profile go to stderr, after the outputs
   if (args.session.profile() || args.repeat > 1) print_times(session, runs_ms);
   if (args.session.profile()) wgml::cli::print_profile(session, args.session.trace_path);
   return 0;

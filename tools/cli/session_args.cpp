@@ -1,7 +1,9 @@
 #include "session_args.h"
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 
 #include "gpu/gpu_error.h"
@@ -50,9 +52,17 @@ Session SessionArgs::open() const {
 
 namespace {
 
-std::string mib(uint64_t bytes) {
+// 1536 -> "1.5 KiB": bytes in the largest binary unit that keeps the number at least 1.
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
   char text[32];
-  std::snprintf(text, sizeof text, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  std::snprintf(text, sizeof text, unit ? "%.1f %s" : "%.0f %s", value, units[unit]);
   return text;
 }
 
@@ -66,18 +76,33 @@ void print_time_totals(const ProfileTotals& t) {
   std::fprintf(stderr, "\n");
 }
 
+// The process's peak resident memory (VmHWM of /proc/self/status: what `time` and the kernel
+// report as max RSS), or empty where there is no such file.
+std::string process_peak_resident() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) {
+      const size_t digits = line.find_first_of("0123456789");
+      return digits == std::string::npos ? "" : human_bytes(std::stoull(line.substr(digits)) << 10);
+    }
+  return "";
+}
+
 void print_memory(const Session& session) {
+  if (const std::string peak = process_peak_resident(); !peak.empty())
+    std::fprintf(stderr, "process peak resident memory (VmHWM): %s\n", peak.c_str());
   const RunStats& stats = session.last_run_stats();
   std::fprintf(stderr, "peak memory of the last run: host tensors %s, GPU buffers %s (allocated; %llu in use after the run)\n",
-               mib(stats.peak_host_bytes).c_str(), mib(stats.peak_device_bytes).c_str(),
+               human_bytes(stats.peak_host_bytes).c_str(), human_bytes(stats.peak_device_bytes).c_str(),
                static_cast<unsigned long long>(stats.device_buffers_in_use));
   const MemoryProfile memory = session.memory_profile();
   if (memory.largest.empty()) return;
   std::fprintf(stderr, "largest tensors live at its highest point (host %s + GPU %s in use, after %s):\n",
-               mib(memory.host_bytes).c_str(), mib(memory.device_bytes).c_str(), memory.after.c_str());
+               human_bytes(memory.host_bytes).c_str(), human_bytes(memory.device_bytes).c_str(), memory.after.c_str());
   for (const LiveTensorInfo& t : memory.largest)
-    std::fprintf(stderr, "  %-22s %-28s host %-12s gpu %-12s %s\n", t.slot.c_str(), t.tensor.c_str(), mib(t.host_bytes).c_str(),
-                 mib(t.device_bytes).c_str(), t.written_by.empty() ? "bound before the run" : t.written_by.c_str());
+    std::fprintf(stderr, "  %-22s %-28s host %-12s gpu %-12s %s\n", t.slot.c_str(), t.tensor.c_str(),
+                 human_bytes(t.host_bytes).c_str(), human_bytes(t.device_bytes).c_str(),
+                 t.written_by.empty() ? "bound before the run" : t.written_by.c_str());
 }
 
 }  // namespace
