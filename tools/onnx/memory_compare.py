@@ -62,6 +62,18 @@ def wgml_peaks_mib(stderr):
             float(peaks.group(3)) * UNITS_MIB[peaks.group(4)])
 
 
+def baseline_model(work):
+    """An ONNX model that does nothing (Identity of one float): what a process costs before a model's own memory."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "baseline",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    path = os.path.join(work, "baseline.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path, {"x": np.zeros(1, dtype=np.float32)}
+
+
 def measure(wgml, name, path, inputs, devices, work):
     npz = os.path.join(work, f"{name}.npz")
     np.savez(npz, **inputs)
