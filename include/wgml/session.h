@@ -21,14 +21,17 @@ struct SessionOptions {
   std::string adapter;                // webgpu: an adapter index or part of its name; empty for the best
   std::vector<std::string> tunables;  // webgpu: "Op.NAME=VALUE" kernel tunable overrides
   std::string tunables_file;          // webgpu: a per-adapter tunables JSON file
-  bool profile = false;               // webgpu: time every GPU dispatch (Session::profile)
+  // Time every instruction (and on webgpu every GPU dispatch), and note what is live at each run's
+  // memory peak (Session::profile, Session::memory_profile).
+  bool profile = false;
 };
 
 // Time spent per op kind, summed over the runs since the last call of Session::profile().
 struct OpProfile {
   std::string op;  // a kernel pass ("Add", "TensorScatter.Scatter") or a node run on the CPU
-  // "webgpu"; "cpu" (a fallback); "host" (positions or shape arithmetic from values the host holds);
-  // or "view" (a shape change of a GPU tensor: nothing runs)
+  // "webgpu"; "cpu" (the CPU backend's ops, or a fallback of a WebGPU run); "host" (positions or
+  // shape arithmetic from values the host holds); "executor" (value arithmetic and slot copies the
+  // executor does itself, on the CPU); or "view" (a shape change of a GPU tensor: nothing runs)
   std::string device;
   uint64_t calls = 0;
   double total_ms = 0;  // GPU time from timestamp queries; wall time on the CPU
@@ -47,10 +50,47 @@ struct RunStats {
   uint64_t dispatches = 0;           // compute dispatches
   uint64_t bytes_uploaded = 0;       // host to GPU
   uint64_t bytes_read = 0;           // GPU to host (outputs read, CPU fallbacks' inputs)
+  // Not counters: what the last run() (or, in totals(), the latest one) held and took, on any device.
+  uint64_t peak_host_bytes = 0;        // tensor bytes in host memory at most at once (mapped model files not counted)
+  uint64_t peak_device_bytes = 0;      // GPU buffers allocated at most at once, free ones the pool keeps included
+  uint64_t device_buffers_in_use = 0;  // GPU buffers holding tensors after the run (KV caches, constants, outputs)
+  double wall_ms = 0;                  // run()'s wall time (outputs still on the GPU are read later)
 };
 
-// What happened between two snapshots of Session::totals(): each counter's increase.
+// What happened between two snapshots of Session::totals(): each counter's increase (the
+// non-counters are `after`'s).
 RunStats operator-(const RunStats& after, const RunStats& before);
+
+// Where the wall time of profiled runs went, on the CPU that drives them: the parts add up to
+// wall_ms. The GPU's own busy time (timestamp queries) overlaps them and is given apart.
+struct ProfileTotals {
+  uint64_t runs = 0;
+  double wall_ms = 0;           // run() calls, summed
+  double cpu_ops_ms = 0;        // ops run on the CPU: the CPU backend's, or a WebGPU run's fallbacks
+  double host_ms = 0;           // WebGPU runs: positions and shape arithmetic computed on the host
+  double executor_ms = 0;       // value arithmetic and slot copies the executor does itself
+  double gpu_recording_ms = 0;  // WebGPU runs: encoding kernels and uploads for the GPU
+  double other_ms = 0;          // the rest: submitting, waiting for the GPU, the executor's bookkeeping
+  double gpu_busy_ms = 0;       // WebGPU runs: the kernels' GPU time (timestamp queries)
+};
+
+// A tensor live at a run's memory peak.
+struct LiveTensorInfo {
+  std::string slot;    // "temp 1234", "constant 7", "mutable_buffer 3", ...
+  std::string tensor;  // "float32 [1, 64, 512]"
+  uint64_t host_bytes = 0;
+  uint64_t device_bytes = 0;
+  std::string written_by;  // the instruction that wrote it last ("chain 0, instruction 12 (AddNode, from /conv1/Conv)")
+};
+
+// What was live when the last profiled run's memory (host tensors plus GPU buffers in use) was highest,
+// measured after each instruction.
+struct MemoryProfile {
+  uint64_t host_bytes = 0;
+  uint64_t device_bytes = 0;
+  std::string after;                    // the instruction after which it was highest
+  std::vector<LiveTensorInfo> largest;  // largest first; views of one storage counted once
+};
 
 // One program input or output as the model declares it.
 struct IoInfo {
@@ -72,6 +112,8 @@ class Session {
   const std::vector<IoInfo>& outputs() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
   const RunStats& last_run_stats() const;
+  // Wall time of loading: reading the model, binding constants, the init chain and constant folding.
+  double load_ms() const;
   // Counters summed since the session was made, including reads of outputs after run() returned.
   RunStats totals() const;
 
@@ -81,6 +123,10 @@ class Session {
   // With `trace_path`, also writes those GPU times as a Chrome/Perfetto trace (one slice per
   // kernel and per compute pass).
   std::vector<OpProfile> profile(const std::string& trace_path = "");
+  // The last run's memory peak and what was live then (needs SessionOptions::profile).
+  MemoryProfile memory_profile() const;
+  // Where the wall time of the runs that profile() last reported went.
+  const ProfileTotals& profile_totals() const;
 
  private:
   struct Impl;

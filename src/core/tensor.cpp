@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/device_data.h"
+#include "core/host_memory.h"
 #include "wgml/error.h"
 
 namespace wgml {
@@ -32,7 +33,7 @@ int64_t shape_numel(const Shape& shape) {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   const size_t size = nbytes();
-  auto bytes = std::shared_ptr<uint8_t[]>(new uint8_t[size == 0 ? 1 : size]());
+  auto bytes = allocate_tensor_bytes(size);
   storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true, nullptr});
 }
 
@@ -54,7 +55,7 @@ const uint8_t* Tensor::data() const {
   if (!storage_) return nullptr;
   Storage& s = *storage_;
   if (!s.data && s.device) {
-    auto bytes = std::shared_ptr<uint8_t[]>(new uint8_t[s.size == 0 ? 1 : s.size]());
+    auto bytes = allocate_tensor_bytes(s.size);
     s.device->download(bytes.get(), s.size);
     s.owner = bytes;
     s.data = bytes.get();
@@ -90,6 +91,20 @@ void TensorDeviceAccess::attach(const Tensor& t, std::shared_ptr<const DeviceDat
 bool TensorDeviceAccess::has_host_bytes(const Tensor& t) { return t.storage_ && t.storage_->data; }
 
 long TensorDeviceAccess::storage_users(const Tensor& t) { return t.storage_ ? t.storage_.use_count() : 0; }
+
+void TensorDeviceAccess::drop_device_copy(const Tensor& t) {
+  if (t.storage_ && t.storage_->data) t.storage_->device.reset();
+}
+
+void TensorDeviceAccess::drop_host_copy(const Tensor& t) {
+  if (!t.storage_ || !t.storage_->device) return;
+  Tensor::Storage& s = *t.storage_;
+  s.owner.reset();
+  s.data = nullptr;
+  s.writable = false;
+}
+
+const void* TensorDeviceAccess::storage_identity(const Tensor& t) { return t.storage_.get(); }
 
 Tensor Tensor::flat_range(int64_t first, int64_t count) const {
   if (first < 0 || count < 0 || first > numel() || count > numel() - first)

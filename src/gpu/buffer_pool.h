@@ -1,10 +1,8 @@
 #pragma once
 // GPU buffers by size class, reused once the GPU has finished the work that last used them.
-// Among the reusable buffers of a class the one lent earliest goes first, so a run that repeats
-// the previous run's requests gets the same buffers in the same places: the recorder's bind
-// groups, keyed by buffer ids, are then made once, not at every decode step.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -68,7 +66,6 @@ class PooledBuffer {
   uint64_t id_ = 0;
   uint64_t size_ = 0;
   uint64_t capacity_ = 0;
-  uint64_t loan_ = 0;  // the pool's count of loans when this one was made
   BufferKind kind_ = BufferKind::Storage;
 };
 
@@ -91,8 +88,14 @@ class BufferPool {
     uint64_t reused = 0;   // requests served from the pool
     uint64_t free_buffers = 0;
     uint64_t bytes_allocated = 0;  // all buffers the pool made and has not destroyed
+    uint64_t buffers_in_use = 0;   // on loan
+    uint64_t bytes_in_use = 0;     // capacity of the buffers on loan
+    uint64_t peak_bytes_allocated = 0;
+    uint64_t peak_bytes_in_use = 0;
   };
   const Stats& stats() const { return stats_; }
+  // Starts new peaks from what is allocated and in use now.
+  void reset_peaks();
   Device& device() { return device_; }
 
  private:
@@ -101,17 +104,17 @@ class BufferPool {
     WGPUBuffer handle;
     uint64_t id;
     uint64_t fence;  // submission that must finish before the buffer is reused
-    uint64_t loan;   // when it was last lent
   };
   using ClassKey = std::pair<BufferKind, uint64_t>;
 
   void give_back(PooledBuffer& buffer);
-  bool take_free(const ClassKey& key, PooledBuffer& out);
+  bool take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out);
+  std::optional<size_t> usable(BufferKind kind, const std::vector<FreeBuffer>& buffers);
+  void lend(PooledBuffer& buffer);
   void destroy(WGPUBuffer handle, uint64_t capacity);
 
   Device& device_;
   std::map<ClassKey, std::vector<FreeBuffer>> free_;
-  uint64_t loans_ = 0;
   Stats stats_;
 };
 

@@ -1,10 +1,13 @@
 #include "runtime/executor.h"
 
+#include <chrono>
 #include <limits>
 
 #include "core/elements.h"
+#include "runtime/copy_drops.h"
 #include "runtime/fusion.h"
 #include "runtime/native_ops.h"
+#include "runtime/release_plan.h"
 
 namespace wgml::runtime {
 namespace {
@@ -70,7 +73,11 @@ std::shared_ptr<const ir::Model> for_backend(std::shared_ptr<const ir::Model> mo
 }  // namespace
 
 Executor::Executor(std::shared_ptr<const ir::Model> model, const Backend& backend)
-    : model_(for_backend(std::move(model), backend)), backend_(backend), ctx_(model_->program) {
+    : model_(for_backend(std::move(model), backend)),
+      backend_(backend),
+      ctx_(model_->program),
+      releases_(plan_releases(model_->program).after),
+      copy_drops_(plan_copy_drops(model_->program, backend)) {
   backend_.attach(ctx_);
   bind_constants();
   zero_mutable_buffers();
@@ -124,6 +131,7 @@ void Executor::zero_mutable_buffers() {
 std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
   const ir::Program& p = model_->program;
   bind_inputs(inputs);
+  if (profiling_) memory_watch_.start_run();
   std::vector<Value> outputs;
   try {
     run_chain(p.main_chain_idx);
@@ -203,12 +211,24 @@ void Executor::run_chain(uint32_t chain) {
   const auto& instructions = model_->program.chains[chain].instructions;
   const bool main = chain == model_->program.main_chain_idx && !folded_results_.empty();
   for (size_t i = 0; i < instructions.size(); ++i) {
-    if (!main || !folding_.folded[i]) {
+    if (main && folding_.folded[i]) {
+      for (const auto& [slot, tensor] : folded_results_[i]) ctx_.set_tensor(slot, tensor);
+    } else {
       run_instruction(chain, i, instructions[i]);
-      continue;
+      drop_dead_copies(chain, i);
     }
-    for (const auto& [slot, tensor] : folded_results_[i]) ctx_.set_tensor(slot, tensor);
+    for (ir::Tid t : releases_[chain][i]) ctx_.clear_tensor(t);
+    if (profiling_) memory_watch_.after_instruction(ctx_, backend_, chain, i);
   }
+}
+
+// Below this size a second copy costs little, and a small integer tensor's host copy is what lets
+// a WebGPU run compute positions on the host (see the backend's small_values_on_host).
+constexpr size_t kSmallestDroppedCopy = 64 << 10;
+
+void Executor::drop_dead_copies(uint32_t chain, size_t index) {
+  for (const CopyDrop& d : copy_drops_[chain][index])
+    if (ctx_.has_tensor(d.tensor)) drop_dead_copy(ctx_.tensor(d.tensor), d.keep, kSmallestDroppedCopy);
 }
 
 std::string Executor::where(uint32_t chain, size_t index, const ir::Instruction& instruction) const {
@@ -230,8 +250,18 @@ void Executor::run_instruction(uint32_t chain, size_t index, const ir::Instructi
     if (!run_fused_kernel(chain, index, *op)) run_chain(*op->parts_chain);
     return;
   }
+  if (!profiling_) return run_located(chain, index, instruction);
+  const auto start = std::chrono::steady_clock::now();
+  run_located(chain, index, instruction);
+  OpTime& time = op_times_[ir::instruction_name(instruction)];
+  ++time.calls;
+  time.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  time.native = node && is_native_op(node->index() + 1);
+}
+
+void Executor::run_located(uint32_t chain, size_t index, const ir::Instruction& instruction) {
   try {
-    if (node)
+    if (const ir::Node* node = ir::as_node(instruction))
       run_node(*node);
     else
       run_onnx_op(std::get<ir::OnnxOp>(instruction));

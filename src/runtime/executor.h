@@ -4,6 +4,7 @@
 // init chain runs once, the main chain gets the fused ops its backend runs (runtime/fusion.h), then the main-chain instructions
 // that compute only from constants (runtime/constant_folding.h); per call the main chain runs with their results rebound. Control
 // flow (Scan, If), value-slot arithmetic and slot copies are handled here for every backend; everything else goes to the backend.
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,7 +13,9 @@
 #include "ir/model.h"
 #include "runtime/backend.h"
 #include "runtime/constant_folding.h"
+#include "runtime/copy_drops.h"
 #include "runtime/exec_context.h"
+#include "runtime/memory_watch.h"
 
 namespace wgml::runtime {
 
@@ -25,6 +28,20 @@ class Executor {
   std::vector<Value> run(const std::vector<Value>& inputs);
 
   const ir::Model& model() const { return *model_; }
+
+  // Whether runs time every instruction and note what is live at their memory peak
+  // (runtime/memory_watch.h); off by default.
+  void profile(bool on) { profiling_ = on; }
+  // The last profiled run's peak.
+  const MemorySnapshot& memory_peak() const { return memory_watch_.peak(); }
+  // Wall time per instruction name ("AddNode", "ai.onnx.Resize") over the profiled runs; control
+  // flow is not timed itself (its bodies' instructions are). `native`: the executor ran it.
+  struct OpTime {
+    uint64_t calls = 0;
+    double ms = 0;
+    bool native = false;
+  };
+  const std::map<std::string, OpTime>& op_times() const { return op_times_; }
 
   // Node types this executor runs itself, whatever the backend.
   static bool handles_natively(size_t union_id);
@@ -40,7 +57,10 @@ class Executor {
   void reset_transients();
 
   void run_chain(uint32_t chain);
+  void drop_dead_copies(uint32_t chain, size_t index);
   void run_instruction(uint32_t chain, size_t index, const ir::Instruction& instruction);
+  // Runs a node or ONNX op, its errors located at the instruction.
+  void run_located(uint32_t chain, size_t index, const ir::Instruction& instruction);
   void run_node(const ir::Node& node);
   void run_onnx_op(const ir::OnnxOp& op);
   // Runs a fused op's kernel; false when the backend has none or the op does not fit it.
@@ -55,6 +75,13 @@ class Executor {
   FoldingPlan folding_;
   // Per main-chain instruction that folded: the tensors it wrote, bound again where it stands.
   std::vector<std::vector<std::pair<ir::Tid, Tensor>>> folded_results_;
+  // Per chain and instruction: the temps dead once it has run (runtime/release_plan.h).
+  std::vector<std::vector<std::vector<ir::Tid>>> releases_;
+  // Per chain and instruction: the host or device copies of temps dead once it has run.
+  std::vector<std::vector<std::vector<CopyDrop>>> copy_drops_;
+  bool profiling_ = false;
+  MemoryWatch memory_watch_;
+  std::map<std::string, OpTime> op_times_;
 };
 
 }  // namespace wgml::runtime

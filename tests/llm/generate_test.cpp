@@ -189,4 +189,44 @@ TEST(GenerateLoop, SteadyDecodeStepsCompileNothingAndSubmitOnce) {
   }
 }
 
+// Temps go back to the GPU buffer pool at their last use and serve the next temps (runtime/
+// release_plan.h, gpu/buffer_pool.h): after warm-up, every step of a 64-step decode ends holding
+// the same number of buffers. The attention rows grow with the KV length, so a step creates a
+// buffer only when a row outgrows every free one (a size class never needed before: a new high of
+// the device bytes), a few times in 56 steps; every other step is served from the pool.
+TEST(GenerateLoop, SteadyDecodeHoldsAConstantNumberOfBuffers) {
+  wgml::SessionOptions options;
+  options.device = "webgpu";
+  std::optional<wgml::Session> session;
+  try {
+    session.emplace((kFixtures / "tiny-llama-fp32" / "model.pte").string(), options);
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no WebGPU device: " << e.what();
+  }
+  wgml::Generator generator(*session);
+  std::vector<int64_t> token = {1, 2, 3, 4};
+  generator.forward(token);
+  constexpr int kWarmUp = 8;
+  wgml::RunStats settled;
+  uint64_t highest = 0;
+  int steps_creating = 0;
+  for (int step = 0; step < 64; ++step) {
+    generator.forward(std::span<const int64_t>(token.data(), 1));
+    const wgml::RunStats& stats = session->last_run_stats();
+    if (step < kWarmUp) {
+      highest = std::max(highest, stats.peak_device_bytes);
+      continue;
+    }
+    if (step == kWarmUp) settled = stats;
+    EXPECT_EQ(stats.device_buffers_in_use, settled.device_buffers_in_use) << "step " << step;
+    if (stats.buffers_created > 0) {
+      ++steps_creating;
+      EXPECT_GT(stats.peak_device_bytes, highest) << "step " << step << " created buffers for sizes seen before";
+    }
+    highest = std::max(highest, stats.peak_device_bytes);
+  }
+  EXPECT_LE(steps_creating, 8);
+  EXPECT_GT(settled.device_buffers_in_use, 0u);
+}
+
 }  // namespace

@@ -1,5 +1,7 @@
 // wgml command line: inspect and run MLX-delegate programs and ONNX models.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -37,6 +39,7 @@ struct RunArgs {
   wgml::cli::SessionArgs session;
   std::vector<std::string> inputs;
   std::string output_dir;
+  int repeat = 1;
 };
 
 // .npy, or a serialized ONNX TensorProto (.pb, the ONNX backend tests' format).
@@ -131,12 +134,51 @@ void print_outputs(const wgml::Session& session, const std::vector<wgml::Value>&
   }
 }
 
-// Runs each step in one session, so mutable buffers (KV caches) carry over from step to step.
+// Each step's call, its outputs read back to the host (so a WebGPU run's time includes waiting for
+// the GPU); returns the last step's outputs and the wall time of it all in ms.
+std::pair<std::vector<std::vector<wgml::Value>>, double> run_steps(wgml::Session& session,
+                                                                   const std::vector<std::vector<wgml::Value>>& steps) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::vector<wgml::Value>> outputs;
+  for (const auto& inputs : steps) {
+    outputs.push_back(session.run(inputs));
+    for (const wgml::Value& v : outputs.back())
+      if (const auto* t = std::get_if<wgml::Tensor>(&v)) t->data();
+  }
+  return {std::move(outputs), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Load, the first run (pipeline compiles, first uploads) and the steady runs after it, apart.
+void print_times(const wgml::Session& session, const std::vector<double>& runs_ms) {
+  std::fprintf(stderr, "time: load %.3f ms, first run %.3f ms", session.load_ms(), runs_ms.front());
+  if (runs_ms.size() > 1)
+    std::fprintf(stderr, ", steady run %.3f ms (median of %zu)", median({runs_ms.begin() + 1, runs_ms.end()}),
+                 runs_ms.size() - 1);
+  std::fprintf(stderr, " (a run: every step's call and the reading back of its outputs)\n");
+}
+
+// Runs each step in one session, so mutable buffers (KV caches) carry over from step to step;
+// --repeat runs them all again, printing the outputs of the last repetition.
 int run(const RunArgs& args) {
   wgml::Session session = args.session.open();
   const auto steps = load_steps(session, args.inputs);
+  std::vector<double> runs_ms;
+  std::vector<std::vector<wgml::Value>> outputs;
+  for (int r = 0; r < args.repeat; ++r) {
+    auto [step_outputs, ms] = run_steps(session, steps);
+    outputs = std::move(step_outputs);
+    runs_ms.push_back(ms);
+  }
   for (size_t s = 0; s < steps.size(); ++s)
-    print_outputs(session, session.run(steps[s]), args.output_dir, steps.size() > 1 ? ".step" + std::to_string(s) : "");
+    print_outputs(session, outputs[s], args.output_dir, steps.size() > 1 ? ".step" + std::to_string(s) : "");
+  std::cout.flush();  // the times and the profile go to stderr, after the outputs
+  if (args.session.profile() || args.repeat > 1) print_times(session, runs_ms);
   if (args.session.profile()) wgml::cli::print_profile(session, args.session.trace_path);
   return 0;
 }
@@ -201,6 +243,10 @@ int main(int argc, char** argv) {
                       "NAME=PATH (.npy or .pb), or PATH in input order; PATH,PATH,... runs one call per file in one "
                       "session (a KV cache carries over)");
   run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy (NAME.stepK.npy for several calls)");
+  run_cmd
+      ->add_option("--repeat", run_args.repeat,
+                   "Run (every step) N times in one session; prints load, first-run and the median steady-run time")
+      ->check(CLI::Range(1, 1000000));
 
   wgml::cli::GenerateCommand generate_command(app);
 

@@ -121,14 +121,20 @@ void allow_in_place(const ExecContext& ctx, NodeRequest& r) {
         r.request.may_alias.emplace_back(in, out);
 }
 
+// Runs `f`, adding its wall time to `ms`.
+template <class F>
+void timed(double& ms, F f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Runs `cpu` (the CPU reference kernel of `op`), counted and timed for profiles.
 template <class F>
 void run_on_cpu(const WebGpuState& state, const std::string& op, const std::string& reason, F cpu) {
   ++state.placement->on_cpu[op];
   state.placement->fallback_reason[op] = reason;
-  const auto start = std::chrono::steady_clock::now();
-  cpu();
-  state.placement->cpu_ms[op] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  timed(state.placement->cpu_ms[op], cpu);
 }
 
 // Plans `request` with `spec` and records it on the GPU over `inputs` (by the spec's names);
@@ -272,7 +278,7 @@ void run_node(const ir::Node& node, ExecContext& ctx) {
   if (state.small_values_on_host && r.unadaptable.empty() && computes_host_indices(ctx, r)) {
     ++state.placement->on_host[op];
     r.inputs.clear();
-    state.cpu->find(N::kUnionId)(node, ctx);
+    timed(state.placement->host_ms[op], [&] { state.cpu->find(N::kUnionId)(node, ctx); });
     return;
   }
   const auto why_not = run_on_gpu(ctx, state, *state.gpu->engine().find("mlx", op), op, r);
@@ -540,13 +546,21 @@ bool run_fused_op(const ir::OnnxOp& op, ExecContext& ctx) {
   return !run_on_gpu(ctx, state, *spec, op.domain + "." + op.op_type, r);
 }
 
+// A kept ONNX op without a spec (LSTM, NonZero, ...) runs on the CPU reference, counted and timed
+// like any fallback so that profiles show it.
+void run_onnx_without_spec(const ir::OnnxOp& op, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  run_on_cpu(state, op.domain + "." + op.op_type, "no GPU kernel yet",
+             [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });
+}
+
 }  // namespace
 
 void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cpu, runtime::KernelTable& table) {
   [&]<size_t... I>(std::index_sequence<I...>) { (register_node<std::variant_alternative_t<I, ir::Node>>(gpu, table), ...); }
   (std::make_index_sequence<std::variant_size_v<ir::Node>>{});
   for (const auto& [key, kernel] : cpu.onnx_kernels())
-    if (gpu.engine().find(key.first, key.second)) table.add_onnx(key.first, key.second, run_onnx_op);
+    table.add_onnx(key.first, key.second, gpu.engine().find(key.first, key.second) ? run_onnx_op : run_onnx_without_spec);
   table.set_fused(run_fused_op);
 }
 
