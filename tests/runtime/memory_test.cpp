@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/device_data.h"
 #include "core/host_memory.h"
 #include "frontend/onnx/onnx_builder.h"
+#include "runtime/copy_drops.h"
 #include "runtime/release_plan.h"
 #include "wgml/session.h"
 
@@ -65,6 +67,71 @@ TEST(ReleasePlan, ABodysOwnTempsDieInTheBody) {
   EXPECT_EQ(released_after(1, 0), std::vector<uint32_t>{});
   EXPECT_EQ(released_after(1, 1), std::vector<uint32_t>{4});
   EXPECT_EQ(released_after(2, 1), std::vector<uint32_t>{5});
+}
+
+// Adds read on the device, Subtracts on the host: enough to plan which copies die.
+class SidedBackend final : public runtime::Backend {
+ public:
+  std::string_view name() const override { return "sided"; }
+  const runtime::KernelTable& kernels() const override { return table_; }
+  runtime::ReadSide read_side(const ir::Instruction& instruction) const override {
+    const ir::Node* node = ir::as_node(instruction);
+    return node && std::holds_alternative<ir::AddNode>(*node) ? runtime::ReadSide::Device : runtime::ReadSide::Host;
+  }
+
+ private:
+  runtime::KernelTable table_;
+};
+
+ir::Instruction subtract(uint32_t a, uint32_t b, uint32_t out) { return ir::Node(ir::SubtractNode{Tid{a}, Tid{b}, Tid{out}}); }
+
+// t3 = x + c on the device; t4 = t3 - c on the host (t3 read back: two copies); out = t3 + t4 on
+// the device: once the host read t3, only the device reads it, so its host copy dies there.
+TEST(CopyDrops, AHostReadFollowedOnlyByDeviceReadsDropsTheHostCopy) {
+  ir::Program p = program_with_temps(2);
+  p.chains = {ir::Chain{{add(1, 0, 3), subtract(3, 0, 4), add(3, 4, 2)}, {}}};
+  const auto drops = runtime::plan_copy_drops(p, SidedBackend());
+  EXPECT_TRUE(drops[0][0].empty());
+  ASSERT_EQ(drops[0][1].size(), 1u);
+  EXPECT_EQ(drops[0][1][0].tensor.idx, 3u);
+  EXPECT_EQ(drops[0][1][0].keep, runtime::ReadSide::Device);
+  EXPECT_TRUE(drops[0][2].empty());  // nothing reads t3 or t4 after the last Add
+}
+
+// A device copy of four floats that counts its downloads.
+class CountingDeviceData final : public DeviceData {
+ public:
+  void download(uint8_t* out, size_t nbytes) const override {
+    ++downloads;
+    std::fill(out, out + nbytes, uint8_t{0});
+  }
+  void download_elements(int64_t, int64_t, uint8_t*) const override {}
+  uint64_t device_bytes() const override { return 16; }
+  mutable int downloads = 0;
+};
+
+TEST(CopyDrops, ADeadCopyGoesUnlessAViewSharesTheStorage) {
+  auto device = std::make_shared<CountingDeviceData>();
+  Tensor t = TensorDeviceAccess::on_device(DType::Float32, {4}, device);
+  t.data();  // read back: host bytes and the device copy
+  runtime::drop_dead_copy(t, runtime::ReadSide::Device, 0);
+  EXPECT_FALSE(TensorDeviceAccess::has_host_bytes(t));
+  t.data();  // read back again from the device copy it kept
+  EXPECT_EQ(device->downloads, 2);
+  runtime::drop_dead_copy(t, runtime::ReadSide::Host, 0);
+  EXPECT_EQ(TensorDeviceAccess::device_data(t), nullptr);
+  EXPECT_TRUE(TensorDeviceAccess::has_host_bytes(t));
+
+  Tensor shared = TensorDeviceAccess::on_device(DType::Float32, {4}, device);
+  shared.data();
+  const Tensor view = shared.reshaped({2, 2});
+  runtime::drop_dead_copy(shared, runtime::ReadSide::Device, 0);
+  EXPECT_TRUE(TensorDeviceAccess::has_host_bytes(view));  // the view's readers were not planned with it
+
+  const Tensor small = TensorDeviceAccess::on_device(DType::Float32, {4}, device);
+  small.data();
+  runtime::drop_dead_copy(small, runtime::ReadSide::Device, 1024);  // 16 bytes: below the threshold
+  EXPECT_TRUE(TensorDeviceAccess::has_host_bytes(small));
 }
 
 constexpr int64_t kSide = 512;
