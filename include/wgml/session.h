@@ -22,6 +22,12 @@ struct SessionOptions {
   std::vector<std::string> tunables;  // webgpu: "Op.NAME=VALUE" kernel tunable overrides
   std::string tunables_file;          // webgpu: a per-adapter tunables JSON file
   bool profile = false;               // webgpu: time every GPU dispatch (Session::profile)
+  // The most bytes the session's tensors may hold at once, on the host and on the device together
+  // (docs/reliability.md). 0: the default, three quarters of the machine's physical memory. The
+  // caller's inputs do not count; outputs count until the caller drops them. A program declaring a
+  // static tensor above the limit is refused at load, and a tensor computed larger at run time
+  // fails that run, both with ErrorCode::ResourceLimit naming the tensor's node and its size.
+  uint64_t max_memory_bytes = 0;
 };
 
 // Time spent per op kind, summed over the runs since the last call of Session::profile().
@@ -71,6 +77,10 @@ class Session {
   const std::vector<IoInfo>& outputs() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
   const RunStats& last_run_stats() const;
+  // Whether run() can still be called. A failed run (ResourceLimit, a bad input, a GPU validation
+  // or out-of-memory error) leaves the session usable, though mutable buffers (a KV cache) may hold
+  // part of the failed call's update; a lost WebGPU device does not, and run() then throws at once.
+  bool usable() const;
   // Counters summed since the session was made, including reads of outputs after run() returned.
   RunStats totals() const;
 
