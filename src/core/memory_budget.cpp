@@ -19,9 +19,10 @@ void MemoryBudget::reserve(uint64_t bytes, DType dtype, const Shape& shape) {
   uint64_t before = in_use_.load();
   for (;;) {
     if (bytes > limit_ || before > limit_ - bytes)
-      throw Error(ErrorCode::ResourceLimit, "allocating " + describe_tensor(dtype, shape) + " (" + describe_bytes(bytes) + ") with " +
-                                                describe_bytes(before) + " already in use would pass the memory limit of " +
-                                                describe_bytes(limit_) + " (SessionOptions::max_memory_bytes, --max-memory)");
+      throw Error(ErrorCode::ResourceLimit, "allocating " + describe_tensor(dtype, shape) + " (" + describe_bytes(bytes) +
+                                                ") with " + describe_bytes(before) +
+                                                " already in use would pass the memory limit of " + describe_bytes(limit_) +
+                                                " (SessionOptions::max_memory_bytes, --max-memory)");
     if (in_use_.compare_exchange_weak(before, before + bytes)) return;
   }
 }
@@ -34,8 +35,7 @@ MemoryBudget::Scope::~Scope() { active_budget = std::move(previous_); }
 
 const std::shared_ptr<MemoryBudget>& MemoryBudget::current() { return active_budget; }
 
-MemoryCharge::MemoryCharge(uint64_t bytes, DType dtype, const Shape& shape)
-    : budget_(MemoryBudget::current()), bytes_(bytes) {
+MemoryCharge::MemoryCharge(uint64_t bytes, DType dtype, const Shape& shape) : budget_(MemoryBudget::current()), bytes_(bytes) {
   if (budget_) budget_->reserve(bytes, dtype, shape);
 }
 
@@ -96,7 +96,9 @@ std::string describe_shape(const Shape& shape) {
   return out + "]";
 }
 
-std::string describe_tensor(DType dtype, const Shape& shape) { return std::string(dtype_name(dtype)) + " " + describe_shape(shape); }
+std::string describe_tensor(DType dtype, const Shape& shape) {
+  return std::string(dtype_name(dtype)) + " " + describe_shape(shape);
+}
 
 std::string describe_bytes(uint64_t bytes) {
   static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

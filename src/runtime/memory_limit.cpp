@@ -50,11 +50,11 @@ void check_declared_tensor_sizes(const ir::Model& model, uint64_t limit_bytes) {
     if (!meta || !meta->is_static()) continue;
     const std::optional<uint64_t> bytes = declared_bytes(*meta);
     if (bytes && *bytes <= limit_bytes) continue;
-    throw Error(ErrorCode::ResourceLimit,
-                model.path + ": tensor " + std::to_string(t) + " (" + writer_of(p, tid) + ") is declared " +
-                    describe_tensor(meta->dtype, shape_of(*meta)) + ": " +
-                    (bytes ? describe_bytes(*bytes) : std::string("more than 2^64 bytes")) + ", above the memory limit of " +
-                    describe_bytes(limit_bytes) + " (SessionOptions::max_memory_bytes, --max-memory)");
+    throw Error(ErrorCode::ResourceLimit, model.path + ": tensor " + std::to_string(t) + " (" + writer_of(p, tid) +
+                                              ") is declared " + describe_tensor(meta->dtype, shape_of(*meta)) + ": " +
+                                              (bytes ? describe_bytes(*bytes) : std::string("more than 2^64 bytes")) +
+                                              ", above the memory limit of " + describe_bytes(limit_bytes) +
+                                              " (SessionOptions::max_memory_bytes, --max-memory)");
   }
 }
 

@@ -62,9 +62,9 @@ TEST(MemoryLimit, ProgramDeclaringATebibyteTensorIsRefusedAtLoad) {
   const std::string path = write_full_program(dir, false);
   const Error e = error_of([&] { Session session(path); });
   EXPECT_EQ(e.code(), ErrorCode::ResourceLimit);
-  EXPECT_THAT(e.what(), AllOf(HasSubstr("tensor 3"), HasSubstr("chain 0, instruction 0 (FullNode)"),
-                              HasSubstr("float32 [1048576, 262144]"), HasSubstr("1.0 TiB (1099511627776 bytes)"),
-                              HasSubstr("--max-memory")));
+  EXPECT_THAT(e.what(),
+              AllOf(HasSubstr("tensor 3"), HasSubstr("chain 0, instruction 0 (FullNode)"), HasSubstr("float32 [1048576, 262144]"),
+                    HasSubstr("1.0 TiB (1099511627776 bytes)"), HasSubstr("--max-memory")));
 }
 
 TEST(MemoryLimit, TensorComputedAboveTheLimitFailsTheRunAndTheSessionStaysUsable) {
@@ -103,7 +103,8 @@ TEST(MemoryBudget, RefusesBeforeCountingAndGivesBytesBackWhenTensorsAreFreed) {
     EXPECT_EQ(budget->in_use(), 800u);
     const Error e = error_of([] { Tensor b(DType::Float32, {51}); });
     EXPECT_EQ(e.code(), ErrorCode::ResourceLimit);
-    EXPECT_THAT(e.what(), HasSubstr("float32 [51] (204 bytes) with 800 bytes already in use would pass the memory limit of 1000 bytes"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("float32 [51] (204 bytes) with 800 bytes already in use would pass the memory limit of 1000 bytes"));
     EXPECT_EQ(budget->in_use(), 800u);
   }
   EXPECT_EQ(budget->in_use(), 0u);
