@@ -5,6 +5,17 @@
 //   auto outputs = session.run({wgml::Tensor::from_bytes(wgml::DType::Float32, {2, 16}, data)});
 //
 // A Session keeps the program's mutable buffers (KV caches) across run() calls.
+//
+// Threads. Sessions share no mutable state: different Session objects may be made, run and
+// destroyed on different threads at the same time (CPU and WebGPU alike; each WebGPU session opens
+// its own device). One Session is not thread-safe: its calls must not overlap. It may move from
+// thread to thread, as long as each call finishes before the next one starts on another thread
+// (a mutex, a join or a queue orders them); its state, KV cache included, carries over. The const
+// accessors (inputs, outputs, device_description, usable) may run at the same time as each other,
+// but not during run() or profile(). An output Tensor may be handed to another thread. Two threads
+// may read one Tensor (or copies sharing its storage) at once once its bytes are on the host; the
+// first data() of a WebGPU output downloads it, so make that first read on one thread.
+// tests/api/session_concurrency_test.cpp checks this under ThreadSanitizer (tools/build.sh tsan).
 #include <memory>
 #include <string>
 #include <vector>
