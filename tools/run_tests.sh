@@ -7,6 +7,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$repo/tools/build.sh" asan
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd "$repo/build-asan" && ctest --output-on-failure -j2)
-# Only the fuzz targets (the loaders): the rest is covered by the ASan build above.
-WGML_BUILD_TARGETS="fuzz_payload fuzz_pte fuzz_onnx" "$repo/tools/build.sh" fuzz
+# Only the fuzz targets: the rest is covered by the ASan build above.
+WGML_BUILD_TARGETS="fuzz_payload fuzz_pte fuzz_onnx fuzz_execute fuzz_spec fuzz_npy fuzz_safetensors fuzz_tensor_proto" \
+  "$repo/tools/build.sh" fuzz
 "$repo/tests/fuzz/run_fuzz_smoke.sh" "$repo/build-fuzz" "${WGML_FUZZ_SECONDS:-60}"

@@ -5,6 +5,17 @@
 //   auto outputs = session.run({wgml::Tensor::from_bytes(wgml::DType::Float32, {2, 16}, data)});
 //
 // A Session keeps the program's mutable buffers (KV caches) across run() calls.
+//
+// Threads. Sessions share no mutable state: different Session objects may be made, run and
+// destroyed on different threads at the same time (CPU and WebGPU alike; each WebGPU session opens
+// its own device). One Session is not thread-safe: its calls must not overlap. It may move from
+// thread to thread, as long as each call finishes before the next one starts on another thread
+// (a mutex, a join or a queue orders them); its state, KV cache included, carries over. The const
+// accessors (inputs, outputs, device_description, usable) may run at the same time as each other,
+// but not during run() or profile(). An output Tensor may be handed to another thread. Two threads
+// may read one Tensor (or copies sharing its storage) at once once its bytes are on the host; the
+// first data() of a WebGPU output downloads it, so make that first read on one thread.
+// tests/api/session_concurrency_test.cpp checks this under ThreadSanitizer (tools/build.sh tsan).
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +35,12 @@ struct SessionOptions {
   // Time every instruction (and on webgpu every GPU dispatch), and note what is live at each run's
   // memory peak (Session::profile, Session::memory_profile).
   bool profile = false;
+  // The most bytes the session's tensors may hold at once, on the host and on the device together
+  // (docs/reliability.md). 0: the default, three quarters of the machine's physical memory. The
+  // caller's inputs do not count; outputs count until the caller drops them. A program declaring a
+  // static tensor above the limit is refused at load, and a tensor computed larger at run time
+  // fails that run, both with ErrorCode::ResourceLimit naming the tensor's node and its size.
+  uint64_t max_memory_bytes = 0;
 };
 
 // Time spent per op kind, summed over the runs since the last call of Session::profile().
@@ -114,6 +131,10 @@ class Session {
   const RunStats& last_run_stats() const;
   // Wall time of loading: reading the model, binding constants, the init chain and constant folding.
   double load_ms() const;
+  // Whether run() can still be called. A failed run (ResourceLimit, a bad input, a GPU validation
+  // or out-of-memory error) leaves the session usable, though mutable buffers (a KV cache) may hold
+  // part of the failed call's update; a lost WebGPU device does not, and run() then throws at once.
+  bool usable() const;
   // Counters summed since the session was made, including reads of outputs after run() returned.
   RunStats totals() const;
 

@@ -8,10 +8,12 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/host_memory.h"
+#include "core/memory_budget.h"
 #include "frontend/load_model.h"
 #include "frontend/summary.h"
 #include "gpu/trace_writer.h"
 #include "runtime/executor.h"
+#include "runtime/memory_limit.h"
 
 namespace wgml {
 namespace {
@@ -49,6 +51,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 struct Session::Impl {
+  std::shared_ptr<MemoryBudget> memory;  // every tensor the session makes counts against it
   std::unique_ptr<runtime::Backend> backend;
   std::unique_ptr<runtime::Executor> executor;
   std::vector<IoInfo> inputs, outputs;
@@ -67,7 +70,11 @@ struct Session::Impl {
 
 Session::Session(const std::string& path, SessionOptions options) : impl_(std::make_unique<Impl>()) {
   const auto start = std::chrono::steady_clock::now();
+  const uint64_t memory_limit = options.max_memory_bytes ? options.max_memory_bytes : default_memory_limit();
+  impl_->memory = std::make_shared<MemoryBudget>(memory_limit);
+  const MemoryBudget::Scope counted(impl_->memory);
   auto model = std::make_shared<ir::Model>(frontend::load_model(path, frontend::LoadOptions{options.constants_path}));
+  runtime::check_declared_tensor_sizes(*model, memory_limit);
   const frontend::ModelSummary summary = frontend::summarize(*model);
   impl_->inputs = io_infos(summary.inputs);
   impl_->outputs = io_infos(summary.outputs);
@@ -117,6 +124,9 @@ RunStats operator-(const RunStats& after, const RunStats& before) {
 }
 
 std::vector<Value> Session::run(const std::vector<Value>& inputs) {
+  if (!usable())
+    throw Error(ErrorCode::Runtime, "the session cannot run any more: its WebGPU device was lost (make a new Session)");
+  const MemoryBudget::Scope counted(impl_->memory);
   const RunStats before = totals();
   host_tensor_memory().reset_peak();
   impl_->backend->reset_device_peaks();
@@ -149,6 +159,11 @@ RunStats Session::totals() const {
 const RunStats& Session::last_run_stats() const { return impl_->last_run; }
 
 double Session::load_ms() const { return impl_->load_ms; }
+
+bool Session::usable() const {
+  const auto* gpu = impl_->gpu();
+  return !gpu || !gpu->context()->device().lost();
+}
 
 std::string Session::device_description() const {
   const auto* gpu = impl_->gpu();

@@ -4,6 +4,7 @@
 
 #include "core/device_data.h"
 #include "core/host_memory.h"
+#include "core/memory_budget.h"
 #include "wgml/error.h"
 
 namespace wgml {
@@ -15,6 +16,8 @@ struct Tensor::Storage {
   bool writable = false;
   // A device's copy of the same bytes; when `data` is null, the only copy (read on first access).
   std::shared_ptr<const DeviceData> device;
+  MemoryCharge charge;           // the bytes allocated with the storage (host or device)
+  MemoryCharge download_charge;  // the host copy of a device tensor, once read
 };
 
 namespace {
@@ -25,7 +28,8 @@ int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error(ErrorCode::Runtime, "negative dimension in tensor shape");
-    if (d != 0 && n > kMaxTensorBytes / d) throw Error(ErrorCode::Runtime, "tensor shape too large");
+    if (d != 0 && n > kMaxTensorBytes / d)
+      throw Error(ErrorCode::ResourceLimit, "tensor shape " + describe_shape(shape) + " has more than 2^40 elements");
     n *= d;
   }
   return n;
@@ -33,15 +37,17 @@ int64_t shape_numel(const Shape& shape) {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   const size_t size = nbytes();
+  MemoryCharge charge(size, dtype_, shape_);  // refuses before allocating
   auto bytes = allocate_tensor_bytes(size);
-  storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true, nullptr});
+  storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true, nullptr, std::move(charge), {}});
 }
 
 Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<const void> owner, const uint8_t* data) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  t.storage_ = std::make_shared<Storage>(Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr});
+  t.storage_ =
+      std::make_shared<Storage>(Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr, {}, {}});
   return t;
 }
 
@@ -55,6 +61,7 @@ const uint8_t* Tensor::data() const {
   if (!storage_) return nullptr;
   Storage& s = *storage_;
   if (!s.data && s.device) {
+    s.download_charge = MemoryCharge(s.size, dtype_, shape_);
     auto bytes = allocate_tensor_bytes(s.size);
     s.device->download(bytes.get(), s.size);
     s.owner = bytes;
@@ -76,7 +83,9 @@ Tensor TensorDeviceAccess::on_device(DType dtype, Shape shape, std::shared_ptr<c
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  t.storage_ = std::make_shared<Tensor::Storage>(Tensor::Storage{nullptr, nullptr, t.nbytes(), false, std::move(device)});
+  MemoryCharge charge(t.nbytes(), t.dtype_, t.shape_);
+  t.storage_ = std::make_shared<Tensor::Storage>(
+      Tensor::Storage{nullptr, nullptr, t.nbytes(), false, std::move(device), std::move(charge), {}});
   return t;
 }
 

@@ -17,6 +17,7 @@
 #include "generate_command.h"
 #include "gpu/gpu_error.h"
 #include "io/npy.h"
+#include "io/output_files.h"
 #include "runtime/executor.h"
 #include "session_args.h"
 #include "spec_command.h"
@@ -40,6 +41,7 @@ struct RunArgs {
   std::vector<std::string> inputs;
   std::string output_dir;
   int repeat = 1;
+  bool json = false;
 };
 
 // .npy, or a serialized ONNX TensorProto (.pb, the ONNX backend tests' format).
@@ -119,18 +121,79 @@ std::string describe(const wgml::Value& v) {
   return std::get<bool>(v) ? "bool true" : "bool false";
 }
 
-void print_outputs(const wgml::Session& session, const std::vector<wgml::Value>& outputs, const std::string& output_dir,
-                   const std::string& step_suffix) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string name = session.outputs()[i].name + step_suffix;
-    std::cout << name << ": " << describe(outputs[i]);
-    const auto* t = std::get_if<wgml::Tensor>(&outputs[i]);
-    if (!output_dir.empty() && t) {
-      const std::string file = output_dir + "/" + name + ".npy";
-      wgml::io::write_npy(file, *t);
-      std::cout << " -> " << file;
+// Where each output's file goes: the output folder (created if missing) and one plain file name
+// per output, derived from its name by the rule of io/output_files.h, so that no name from the
+// model file can point outside the folder.
+class OutputFiles {
+ public:
+  OutputFiles(const std::string& dir, const std::vector<wgml::IoInfo>& outputs) : dir_(dir) {
+    std::vector<std::string> names;
+    for (const wgml::IoInfo& info : outputs) names.push_back(info.name);
+    stems_ = wgml::io::output_file_stems(names);
+    std::error_code error;
+    if (!dir_.empty()) std::filesystem::create_directories(dir_, error);
+    if (error) throw wgml::Error(wgml::ErrorCode::Io, dir + ": cannot create the output folder: " + error.message());
+  }
+  bool enabled() const { return !dir_.empty(); }
+  std::string path(size_t output, const std::string& step_suffix) const {
+    return (dir_ / (stems_[output] + step_suffix + ".npy")).string();
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::string> stems_;
+};
+
+// A name from the model file as it may be printed: control characters (which a terminal could take
+// as commands) as \xNN.
+std::string printable(const std::string& name) {
+  std::string out;
+  for (const char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+      continue;
     }
-    std::cout << "\n";
+    char escaped[5];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+    out += escaped;
+  }
+  return out;
+}
+
+nlohmann::json output_json(const std::string& name, const wgml::Value& value, const std::string& file) {
+  nlohmann::json out{{"name", name}};
+  if (const auto* t = std::get_if<wgml::Tensor>(&value)) {
+    out["dtype"] = wgml::dtype_name(t->dtype());
+    out["shape"] = t->shape();
+    out["file"] = file.empty() ? nlohmann::json() : nlohmann::json(file);
+  } else if (const auto* i = std::get_if<int64_t>(&value)) {
+    out["value"] = *i;
+  } else if (const auto* f = std::get_if<double>(&value)) {
+    out["value"] = *f;
+  } else {
+    out["value"] = std::get<bool>(value);
+  }
+  return out;
+}
+
+// Writes a step's tensor outputs and reports each (name, value, file): as text lines, or as JSON
+// objects added to `json`.
+void report_outputs(const wgml::Session& session, const std::vector<wgml::Value>& outputs, const OutputFiles& files,
+                    const std::string& step_suffix, nlohmann::json* json) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = session.outputs()[i].name;
+    const auto* t = std::get_if<wgml::Tensor>(&outputs[i]);
+    std::string file;
+    if (files.enabled() && t) {
+      file = files.path(i, step_suffix);
+      wgml::io::write_npy(file, *t);
+    }
+    if (json) {
+      json->push_back(output_json(name, outputs[i], file));
+      continue;
+    }
+    std::cout << printable(name) + step_suffix << ": " << describe(outputs[i]) << (file.empty() ? "" : " -> " + file) << "\n";
   }
 }
 
@@ -168,6 +231,7 @@ void print_times(const wgml::Session& session, const std::vector<double>& runs_m
 int run(const RunArgs& args) {
   wgml::Session session = args.session.open();
   const auto steps = load_steps(session, args.inputs);
+  const OutputFiles files(args.output_dir, session.outputs());
   std::vector<double> runs_ms;
   std::vector<std::vector<wgml::Value>> outputs;
   for (int r = 0; r < args.repeat; ++r) {
@@ -175,8 +239,16 @@ int run(const RunArgs& args) {
     outputs = std::move(step_outputs);
     runs_ms.push_back(ms);
   }
-  for (size_t s = 0; s < steps.size(); ++s)
-    print_outputs(session, outputs[s], args.output_dir, steps.size() > 1 ? ".step" + std::to_string(s) : "");
+  nlohmann::json json_steps = nlohmann::json::array();
+  for (size_t s = 0; s < steps.size(); ++s) {
+    nlohmann::json* json = args.json ? &json_steps.emplace_back(nlohmann::json::array()) : nullptr;
+    report_outputs(session, outputs[s], files, steps.size() > 1 ? ".step" + std::to_string(s) : "", json);
+  }
+  // Names come from the model file and need not be UTF-8: dump() replaces invalid bytes.
+  if (args.json)
+    std::cout << nlohmann::json{{"device", session.device_description()}, {"steps", json_steps}}.dump(
+                     2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   std::cout.flush();  // the times and the profile go to stderr, after the outputs
   if (args.session.profile() || args.repeat > 1) print_times(session, runs_ms);
   if (args.session.profile()) wgml::cli::print_profile(session, args.session.trace_path);
@@ -242,7 +314,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--input", run_args.inputs,
                       "NAME=PATH (.npy or .pb), or PATH in input order; PATH,PATH,... runs one call per file in one "
                       "session (a KV cache carries over)");
-  run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy (NAME.stepK.npy for several calls)");
+  run_cmd->add_option("--output-dir", run_args.output_dir,
+                      "Write each tensor output into this folder as STEM.npy (STEM.stepK.npy for several calls); STEM "
+                      "is the output's name made a plain file name (docs/reliability.md), the mapping is printed");
+  run_cmd->add_flag("--json", run_args.json, "Print the outputs (name, value, file) as JSON");
   run_cmd
       ->add_option("--repeat", run_args.repeat,
                    "Run (every step) N times in one session; prints load, first-run and the median steady-run time")

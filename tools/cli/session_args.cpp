@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "core/memory_budget.h"
 #include "gpu/gpu_error.h"
 
 namespace wgml::cli {
@@ -28,6 +29,9 @@ void SessionArgs::add_to(CLI::App& command) {
                                       "one slice per kernel and per pass)");
   profile_option->expected(0, 1);
   command.add_option("--constants", constants, "Constants (.safetensors) for a .mlxg payload");
+  command.add_option("--max-memory", max_memory,
+                     "Most bytes the model's tensors may hold at once, host and device (e.g. 4G, 512M; K/M/G/T are powers "
+                     "of 1024); default: three quarters of physical memory");
 }
 
 Session SessionArgs::open() const {
@@ -38,6 +42,7 @@ Session SessionArgs::open() const {
   options.tunables = tunables;
   options.tunables_file = tunables_file;
   options.profile = profile();
+  if (!max_memory.empty()) options.max_memory_bytes = parse_byte_size(max_memory);
   if (device != "auto") return Session(path, options);
   options.device = "webgpu";
   try {
