@@ -4,7 +4,8 @@
 //   wgml::Session session("model.pte");
 //   auto outputs = session.run({wgml::Tensor::from_bytes(wgml::DType::Float32, {2, 16}, data)});
 //
-// A Session keeps the program's mutable buffers (KV caches) across run() calls.
+// A Session keeps the program's mutable buffers (KV caches) across run() calls, until reset().
+// It is not thread-safe: one run() at a time.
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,9 @@ class Session {
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
+  // Forgets what earlier runs left in the mutable buffers (a KV cache): they hold what they held
+  // after loading.
+  void reset();
   const RunStats& last_run_stats() const;
   // Counters summed since the session was made, including reads of outputs after run() returned.
   RunStats totals() const;

@@ -96,6 +96,8 @@ std::vector<Value> Session::run(const std::vector<Value>& inputs) {
   return outputs;
 }
 
+void Session::reset() { impl_->executor->reset(); }
+
 RunStats Session::totals() const {
   const auto* gpu = impl_->gpu();
   return gpu ? run_stats(gpu->context()->counters()) : RunStats{};

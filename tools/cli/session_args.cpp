@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "gpu/gpu_error.h"
+#include "api/open_session.h"
 
 namespace wgml::cli {
 
@@ -33,16 +33,10 @@ Session SessionArgs::open() const {
   options.tunables = tunables;
   options.tunables_file = tunables_file;
   options.profile = profile();
-  if (device != "auto") return Session(path, options);
-  options.device = "webgpu";
-  try {
-    return Session(path, options);
-  } catch (const gpu::GpuError& e) {
-    if (e.kind() != gpu::GpuErrorKind::LibraryNotFound && e.kind() != gpu::GpuErrorKind::NoAdapter) throw;
-    std::cerr << "wgml: no WebGPU device (" << e.what() << "); running on the CPU reference\n";
-    options.device = "cpu";
-    return Session(path, options);
-  }
+  std::string why_not_webgpu;
+  Session session = api::open_session(path, options, &why_not_webgpu);
+  if (!why_not_webgpu.empty()) std::cerr << "wgml: no WebGPU device (" << why_not_webgpu << "); running on the CPU reference\n";
+  return session;
 }
 
 void print_profile(Session& session, const std::string& trace_path) {
