@@ -105,3 +105,22 @@ def test_a_session_shared_by_two_threads_gives_each_its_own_results(device: str)
     assert results.keys() == expected.keys()
     for seed, want in expected.items():
         np.testing.assert_array_equal(results[seed], want)
+
+
+def test_two_sessions_run_in_parallel_threads(device: str) -> None:
+    sessions = [wgml.Session(ATTENTION, device) for _ in range(2)]
+    expected = [sessions[0].run(attention_inputs(seed))["output_0"] for seed in range(2)]
+    results: list[list[np.ndarray]] = [[], []]
+
+    def worker(i: int) -> None:
+        results[i] = [sessions[i].run(attention_inputs(i))["output_0"] for _ in range(8)]
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(2):
+        assert len(results[i]) == 8
+        for got in results[i]:
+            np.testing.assert_array_equal(got, expected[i])
