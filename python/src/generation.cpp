@@ -39,18 +39,18 @@ std::vector<int64_t> generate(GeneratorHandle& g, const std::vector<int64_t>& pr
   return with_session(g.session, [&](Session&) { return g.generator.generate(prompt, options, callback); });
 }
 
-nb::dict stats_dict(const GenerationStats& s) {
-  nb::dict d;
-  d["prompt_tokens"] = s.prompt_tokens;
-  d["generated_tokens"] = s.generated_tokens;
-  d["prefill_calls"] = s.prefill_calls;
-  d["prefill_ms"] = s.prefill_ms;
-  d["first_token_ms"] = s.first_token_ms;
-  d["decode_ms"] = s.decode_ms;
-  d["decode_steps"] = s.decode_steps;
-  d["prompt_tokens_per_s"] = s.prompt_tokens_per_s();
-  d["decode_tokens_per_s"] = s.decode_tokens_per_s();
-  return d;
+void bind_generation_stats(nb::module_& m) {
+  nb::class_<GenerationStats>(m, "GenerationStats", "Where the time of one generate() call went.")
+      .def_ro("prompt_tokens", &GenerationStats::prompt_tokens)
+      .def_ro("generated_tokens", &GenerationStats::generated_tokens)
+      .def_ro("prefill_calls", &GenerationStats::prefill_calls)
+      .def_ro("prefill_ms", &GenerationStats::prefill_ms, "the prompt's calls")
+      .def_ro("first_token_ms", &GenerationStats::first_token_ms, "from the start until the first new token was sampled")
+      .def_ro("decode_ms", &GenerationStats::decode_ms, "every later token: its call, its logits read and its sampling")
+      .def_ro("decode_totals", &GenerationStats::decode_totals, "GPU work of the decode steps together")
+      .def_ro("decode_steps", &GenerationStats::decode_steps, "tokens made by a 1-token call")
+      .def_prop_ro("prompt_tokens_per_s", &GenerationStats::prompt_tokens_per_s)
+      .def_prop_ro("decode_tokens_per_s", &GenerationStats::decode_tokens_per_s);
 }
 
 nb::object logits_array(std::vector<float>&& logits) {
@@ -76,7 +76,7 @@ void bind_generator(nb::module_& m) {
           "tokens"_a, "The logits row after feeding the tokens.")
       .def(
           "reset", [](GeneratorHandle& g) { g.generator.reset(); }, "Forgets the sequence: the next call starts at position 0.")
-      .def_prop_ro("stats", [](const GeneratorHandle& g) { return stats_dict(g.generator.stats()); });
+      .def_prop_ro("stats", [](const GeneratorHandle& g) { return g.generator.stats(); });
 }
 
 std::vector<TokenId> chat_prompt_ids(const Tokenizer& tokenizer, const std::string& user, const std::string& system,
@@ -124,6 +124,7 @@ void bind_tokenizer(nb::module_& m) {
 }  // namespace
 
 void bind_generation(nb::module_& m) {
+  bind_generation_stats(m);
   bind_generator(m);
   bind_tokenizer(m);
 }

@@ -15,18 +15,6 @@ namespace {
 
 using namespace nb::literals;
 
-SessionOptions session_options(const std::string& device, const std::string& adapter, const std::vector<std::string>& tunables,
-                               const std::string& tunables_file, const std::string& constants, bool profile) {
-  SessionOptions options;
-  options.device = device;
-  options.adapter = adapter;
-  options.tunables = tunables;
-  options.tunables_file = tunables_file;
-  options.constants_path = constants;
-  options.profile = profile;
-  return options;
-}
-
 // Dims as Python sees them: None where a dimension is dynamic (or unbounded, in max_shape).
 std::vector<std::optional<int64_t>> dims(const Shape& shape) {
   std::vector<std::optional<int64_t>> out;
@@ -45,19 +33,6 @@ nb::list run(SessionHandle& handle, const nb::list& feeds) {
   nb::list out;
   for (Value& v : outputs) out.append(value_to_python(std::move(v)));
   return out;
-}
-
-nb::dict stats_dict(const RunStats& s) {
-  nb::dict d;
-  d["plans_made"] = s.plans_made;
-  d["kernels_rendered"] = s.kernels_rendered;
-  d["pipelines_compiled"] = s.pipelines_compiled;
-  d["buffers_created"] = s.buffers_created;
-  d["submits"] = s.submits;
-  d["dispatches"] = s.dispatches;
-  d["bytes_uploaded"] = s.bytes_uploaded;
-  d["bytes_read"] = s.bytes_read;
-  return d;
 }
 
 // Every WebGPU adapter; none where the machine has no WebGPU library.
@@ -82,8 +57,20 @@ void bind_io_info(nb::module_& m) {
           "max_shape", [](const IoInfo& info) { return dims(info.max_shape); }, "each dim's upper bound, None where unbounded")
       .def("__repr__", [](const IoInfo& info) {
         return nb::str("IoInfo(name={!r}, kind={!r}, dtype={!r}, shape={!r})")
-            .format(info.name, info.kind, dtype_name(info.dtype), dims(info.shape));
+            .format(info.name, info.kind, std::string(dtype_name(info.dtype)), dims(info.shape));
       });
+}
+
+void bind_run_stats(nb::module_& m) {
+  nb::class_<RunStats>(m, "RunStats", "What one run did on the GPU besides computing (zero on the CPU).")
+      .def_ro("plans_made", &RunStats::plans_made, "kernel plans made for requests not seen before")
+      .def_ro("kernels_rendered", &RunStats::kernels_rendered, "WGSL rendered from templates")
+      .def_ro("pipelines_compiled", &RunStats::pipelines_compiled)
+      .def_ro("buffers_created", &RunStats::buffers_created, "GPU buffers created (not reused from the pool)")
+      .def_ro("submits", &RunStats::submits, "queue submissions")
+      .def_ro("dispatches", &RunStats::dispatches, "compute dispatches")
+      .def_ro("bytes_uploaded", &RunStats::bytes_uploaded, "host to GPU")
+      .def_ro("bytes_read", &RunStats::bytes_read, "GPU to host");
 }
 
 void bind_profile(nb::module_& m) {
@@ -116,6 +103,7 @@ void bind_adapter(nb::module_& m) {
 
 void bind_session(nb::module_& m) {
   bind_io_info(m);
+  bind_run_stats(m);
   bind_profile(m);
   bind_adapter(m);
   nb::class_<SessionHandle>(m, "Session", "A loaded model (the wgml.Session wrapper's native half).")
@@ -124,7 +112,12 @@ void bind_session(nb::module_& m) {
           [](SessionHandle* self, const std::string& path, const std::string& device, const std::string& adapter,
              const std::vector<std::string>& tunables, const std::string& tunables_file, const std::string& constants,
              bool profile) {
-            SessionOptions options = session_options(device, adapter, tunables, tunables_file, constants, profile);
+            const SessionOptions options{.device = device,
+                                         .constants_path = constants,
+                                         .adapter = adapter,
+                                         .tunables = tunables,
+                                         .tunables_file = tunables_file,
+                                         .profile = profile};
             nb::gil_scoped_release released;
             new (self) SessionHandle{api::open_session(path, options), {}};
           },
@@ -145,9 +138,8 @@ void bind_session(nb::module_& m) {
             return with_session(h, [&](Session& session) { return session.profile(trace_path); });
           },
           "trace_path"_a = "", "Per-op times since the last call, slowest first.")
-      .def_prop_ro("last_run_stats", [](SessionHandle& h) {
-        return stats_dict(with_session(h, [](Session& session) { return session.last_run_stats(); }));
-      });
+      .def_prop_ro("last_run_stats",
+                   [](SessionHandle& h) { return with_session(h, [](Session& session) { return session.last_run_stats(); }); });
 
   m.def("devices", &adapters, "Every WebGPU adapter on this machine; none without a WebGPU library.");
   m.def(

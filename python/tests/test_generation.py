@@ -28,7 +28,7 @@ def test_greedy_tokens_match_transformers(device: str) -> None:
     tokens = list(generator.generate(REFERENCE["prompt_ids"], max_new_tokens=len(REFERENCE["tokens"])))
     assert tokens == REFERENCE["tokens"]
     assert generator.position == len(REFERENCE["prompt_ids"]) + len(tokens) - 1
-    assert generator.stats["generated_tokens"] == len(tokens)
+    assert generator.stats.generated_tokens == len(tokens)
 
 
 def test_generate_streams_the_decoded_text() -> None:
@@ -48,7 +48,7 @@ def test_leaving_the_loop_early_stops_generation() -> None:
             break
     assert taken == REFERENCE["tokens"][:3]
     # The model was one token ahead of the loop, and made no more.
-    assert generator.stats["generated_tokens"] == 4
+    assert generator.stats.generated_tokens == 4
 
 
 def test_the_session_cannot_run_inside_its_generation_loop() -> None:

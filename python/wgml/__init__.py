@@ -21,7 +21,7 @@ if _KERNELS.is_dir():
     os.environ.setdefault("WGML_KERNELS_DIR", str(_KERNELS))
 
 from . import _wgml  # noqa: E402 - after WGML_KERNELS_DIR, which the module reads
-from ._wgml import Adapter, IoInfo, OpProfile, TextStream, Tokenizer  # noqa: E402
+from ._wgml import Adapter, GenerationStats, IoInfo, OpProfile, RunStats, TextStream, Tokenizer  # noqa: E402
 from .errors import (  # noqa: E402
     Error,
     ExecutionError,
@@ -48,7 +48,7 @@ def ops() -> dict[str, Any]:
 
 
 __all__ = [
-    "Adapter", "Error", "ExecutionError", "GenerationOptions", "Generator", "InvalidArgumentError",
-    "InvalidFormatError", "InvalidProgramError", "IoError", "IoInfo", "OpProfile", "Session", "TextStream",
-    "Tokenizer", "UnsupportedError", "devices", "generate", "ops",
+    "Adapter", "Error", "ExecutionError", "GenerationOptions", "GenerationStats", "Generator",
+    "InvalidArgumentError", "InvalidFormatError", "InvalidProgramError", "IoError", "IoInfo", "OpProfile", "RunStats",
+    "Session", "TextStream", "Tokenizer", "UnsupportedError", "devices", "generate", "ops",
 ]

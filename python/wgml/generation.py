@@ -66,7 +66,7 @@ class Generator:
         return self._native.position
 
     @property
-    def stats(self) -> dict[str, float]:
+    def stats(self) -> _wgml.GenerationStats:
         """Where the last generate()'s time went: prompt and decode tokens per second and more."""
         return self._native.stats
 

@@ -148,7 +148,7 @@ class Session:
         return self._native.profile(str(trace_path))
 
     @property
-    def last_run_stats(self) -> dict[str, int]:
+    def last_run_stats(self) -> _wgml.RunStats:
         """What the last run did on the GPU besides computing: plans made, kernels rendered,
         pipelines compiled, buffers created, submits, dispatches, bytes moved (zero on the CPU)."""
         return self._native.last_run_stats
