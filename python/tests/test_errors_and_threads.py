@@ -14,6 +14,11 @@ import wgml
 ATTENTION = PTE_FIXTURES / "attention_block" / "model.pte"
 
 
+def output(session: wgml.Session, inputs: list[np.ndarray]) -> np.ndarray:
+    (value,) = session.run(inputs).values()
+    return value
+
+
 def attention_inputs(seed: int) -> list[np.ndarray]:
     x = np.random.default_rng(seed).standard_normal((1, 8, 32)).astype(np.float32)
     return [x, np.array([seed % 4], dtype=np.int64)]
@@ -85,14 +90,14 @@ def test_bad_adapter_selector(device: str) -> None:
 def test_a_session_shared_by_two_threads_gives_each_its_own_results(device: str) -> None:
     session = wgml.Session(ATTENTION, device)
     seeds = {0: range(0, 12), 1: range(100, 112)}
-    expected = {seed: session.run(attention_inputs(seed))["output_0"] for seeds_ in seeds.values() for seed in seeds_}
+    expected = {seed: output(session, attention_inputs(seed)) for seeds_ in seeds.values() for seed in seeds_}
     results: dict[int, np.ndarray] = {}
     failures: list[BaseException] = []
 
     def worker(my_seeds: range) -> None:
         try:
             for seed in my_seeds:
-                results[seed] = session.run(attention_inputs(seed))["output_0"]
+                results[seed] = output(session, attention_inputs(seed))
         except BaseException as e:  # noqa: B036 - reported by the main thread
             failures.append(e)
 
@@ -109,11 +114,11 @@ def test_a_session_shared_by_two_threads_gives_each_its_own_results(device: str)
 
 def test_two_sessions_run_in_parallel_threads(device: str) -> None:
     sessions = [wgml.Session(ATTENTION, device) for _ in range(2)]
-    expected = [sessions[0].run(attention_inputs(seed))["output_0"] for seed in range(2)]
+    expected = [output(sessions[0], attention_inputs(seed)) for seed in range(2)]
     results: list[list[np.ndarray]] = [[], []]
 
     def worker(i: int) -> None:
-        results[i] = [sessions[i].run(attention_inputs(i))["output_0"] for _ in range(8)]
+        results[i] = [output(sessions[i], attention_inputs(i)) for _ in range(8)]
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
     for t in threads:

@@ -41,22 +41,22 @@ def test_bfloat16_round_trips_through_ml_dtypes(device: str) -> None:
     bits = np.load(BF16 / "step0_input_0.npy")
     want_bits = np.load(BF16 / "step0_expected_0.npy")
     session = wgml.Session(BF16 / "model.pte", device)
-    out = session.run([bits.view(ml_dtypes.bfloat16)])["output_0"]
+    (out,) = session.run([bits.view(ml_dtypes.bfloat16)]).values()
     assert out.dtype == ml_dtypes.bfloat16
     np.testing.assert_allclose(out.astype(np.float32), want_bits.view(ml_dtypes.bfloat16).astype(np.float32),
                                rtol=1e-2, atol=1e-2)
     # The raw uint16 bits are taken as bfloat16 too, and give the same output.
-    np.testing.assert_array_equal(session.run([bits])["output_0"], out)
+    np.testing.assert_array_equal(*session.run([bits]).values(), out)
     # Python floats become bfloat16 for a bfloat16 input.
     floats = bits.view(ml_dtypes.bfloat16).astype(np.float32).tolist()
-    np.testing.assert_array_equal(session.run({"x": floats})["output_0"], out)
+    np.testing.assert_array_equal(*session.run({"x": floats}).values(), out)
 
 
 def test_without_ml_dtypes_bfloat16_outputs_are_their_bits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_arrays, "BFLOAT16", None)
     bits = np.load(BF16 / "step0_input_0.npy")
     session = wgml.Session(BF16 / "model.pte", "cpu")
-    out = session.run([bits])["output_0"]
+    (out,) = session.run([bits]).values()
     assert out.dtype == np.uint16
     want = np.load(BF16 / "step0_expected_0.npy")
     widen = lambda b: (b.astype(np.uint32) << 16).view(np.float32)  # noqa: E731

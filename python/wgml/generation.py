@@ -82,17 +82,14 @@ class Generator:
         self.session._check_usable()
         options = _options(options, kwargs)
         tokens: queue.Queue[Any] = queue.Queue()
-        taken = threading.Semaphore(0)
-        stop = threading.Event()
+        go_on: queue.Queue[bool] = queue.Queue()
 
-        # The model makes at most one token ahead of the loop: each token waits until the loop
-        # has taken it, so a loop left early ends generation after the token being made.
+        # The model makes at most one token ahead of the loop: each token waits for the loop to
+        # take it (go on) or to end (stop), so a loop left early ends generation after the token
+        # being made.
         def on_token(token: int) -> bool:
-            if stop.is_set():
-                return False
             tokens.put(token)
-            taken.acquire()
-            return not stop.is_set()
+            return go_on.get()
 
         def make_tokens() -> None:
             try:
@@ -109,12 +106,11 @@ class Generator:
             while (item := tokens.get()) is not _END:
                 if isinstance(item, BaseException):
                     raise item
-                taken.release()
+                go_on.put(True)
                 with self.session._generation_loop():
                     yield item
         finally:
-            stop.set()
-            taken.release()
+            go_on.put(False)
             worker.join()
 
     def forward(self, tokens: Sequence[int]) -> np.ndarray:
