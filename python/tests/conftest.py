@@ -24,12 +24,19 @@ def has_webgpu() -> bool:
     return any(adapter.usable for adapter in wgml.devices())
 
 
+def require_webgpu() -> None:
+    """Skips the test where there is no usable WebGPU adapter (fails it under WGML_REQUIRE_WEBGPU=1)."""
+    if has_webgpu():
+        return
+    if os.environ.get("WGML_REQUIRE_WEBGPU") == "1":
+        pytest.fail("WGML_REQUIRE_WEBGPU=1 but wgml.devices() lists no usable WebGPU adapter")
+    pytest.skip("no WebGPU adapter on this machine")
+
+
 @pytest.fixture(params=["cpu", "webgpu"])
 def device(request: pytest.FixtureRequest) -> str:
-    if request.param == "webgpu" and not has_webgpu():
-        if os.environ.get("WGML_REQUIRE_WEBGPU") == "1":
-            pytest.fail("WGML_REQUIRE_WEBGPU=1 but wgml.devices() lists no usable WebGPU adapter")
-        pytest.skip("no WebGPU adapter on this machine")
+    if request.param == "webgpu":
+        require_webgpu()
     return request.param
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PTE_FIXTURES
+from conftest import PTE_FIXTURES, require_webgpu
 
 import wgml
 
@@ -80,9 +80,8 @@ def test_unknown_device_is_an_invalid_argument() -> None:
         wgml.Session(ATTENTION, "gpu")  # type: ignore[arg-type]
 
 
-def test_bad_adapter_selector(device: str) -> None:
-    if device == "cpu":
-        pytest.skip("adapters are WebGPU's")
+def test_an_adapter_selector_naming_no_adapter_is_an_invalid_argument() -> None:
+    require_webgpu()
     with pytest.raises(wgml.InvalidArgumentError, match="no-such-adapter"):
         wgml.Session(ATTENTION, "webgpu", adapter="no-such-adapter")
 
