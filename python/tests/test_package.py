@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PTE_FIXTURES, has_webgpu
+from conftest import PTE_FIXTURES, REPO, has_webgpu
 
 import wgml
 from wgml import _arrays
@@ -70,3 +72,12 @@ def test_the_package_is_typed() -> None:
     text = stub.read_text()
     for name in ("class Session", "class Generator", "class Tokenizer", "class IoInfo", "def devices"):
         assert name in text, f"{name} missing from {stub}"
+
+
+def test_ops_is_what_the_cli_prints() -> None:
+    cli = next((path for path in (REPO / "build" / "tools" / "cli" / "wgml", REPO / "build-asan" / "tools" / "cli" / "wgml")
+                if path.is_file()), None)
+    if cli is None:
+        pytest.skip("no wgml command built in build/ or build-asan/")
+    printed = subprocess.run([str(cli), "ops", "--json"], capture_output=True, text=True, check=True).stdout
+    assert wgml.ops() == json.loads(printed)
