@@ -67,6 +67,7 @@ void bind_run_stats(nb::module_& m) {
       .def_ro("kernels_rendered", &RunStats::kernels_rendered, "WGSL rendered from templates")
       .def_ro("pipelines_compiled", &RunStats::pipelines_compiled)
       .def_ro("buffers_created", &RunStats::buffers_created, "GPU buffers created (not reused from the pool)")
+      .def_ro("bind_groups_created", &RunStats::bind_groups_created, "GPU bind groups created (not found in the cache)")
       .def_ro("submits", &RunStats::submits, "queue submissions")
       .def_ro("dispatches", &RunStats::dispatches, "compute dispatches")
       .def_ro("bytes_uploaded", &RunStats::bytes_uploaded, "host to GPU")

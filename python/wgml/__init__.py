@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib.metadata import version as _version
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from .errors import (  # noqa: E402
 )
 from .generation import GenerationOptions, Generator, generate  # noqa: E402
 from .session import Session  # noqa: E402
+
+__version__ = _version("wgml")  # CMakeLists.txt's project(wgml VERSION ...)
 
 
 def devices() -> list[Adapter]:
