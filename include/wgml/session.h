@@ -4,7 +4,7 @@
 //   wgml::Session session("model.pte");
 //   auto outputs = session.run({wgml::Tensor::from_bytes(wgml::DType::Float32, {2, 16}, data)});
 //
-// A Session keeps the program's mutable buffers (KV caches) across run() calls.
+// A Session keeps the program's mutable buffers (KV caches) across run() calls, until reset().
 //
 // Threads. Sessions share no mutable state: different Session objects may be made, run and
 // destroyed on different threads at the same time (CPU and WebGPU alike; each WebGPU session opens
@@ -128,6 +128,9 @@ class Session {
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
+  // Forgets what earlier runs left in the mutable buffers (a KV cache): they hold what they held
+  // after loading.
+  void reset();
   const RunStats& last_run_stats() const;
   // Wall time of loading: reading the model, binding constants, the init chain and constant folding.
   double load_ms() const;

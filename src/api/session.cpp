@@ -145,6 +145,8 @@ std::vector<Value> Session::run(const std::vector<Value>& inputs) {
   return outputs;
 }
 
+void Session::reset() { impl_->executor->reset(); }
+
 RunStats Session::totals() const {
   const auto* gpu = impl_->gpu();
   RunStats t = gpu ? run_stats(gpu->context()->counters()) : RunStats{};

@@ -80,13 +80,17 @@ Executor::Executor(std::shared_ptr<const ir::Model> model, const Backend& backen
       copy_drops_(plan_copy_drops(model_->program, backend)) {
   backend_.attach(ctx_);
   bind_constants();
+  reset();
+  fold_constants();
+}
+
+void Executor::reset() {
   zero_mutable_buffers();
   const ir::Program& p = model_->program;
   if (p.has_init_chain()) {
     run_chain(static_cast<uint32_t>(p.init_chain_idx));
     reset_transients();
   }
-  fold_constants();
 }
 
 void Executor::fold_constants() {

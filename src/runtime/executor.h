@@ -26,6 +26,8 @@ class Executor {
   // Positional inputs in the method's order (Model::method_inputs, else input_map order); returns
   // outputs in the method's order (Model::method_outputs, else output_map order).
   std::vector<Value> run(const std::vector<Value>& inputs);
+  // Back to the state after loading: mutable buffers zero, the init chain run again.
+  void reset();
 
   const ir::Model& model() const { return *model_; }
 

@@ -198,6 +198,21 @@ TEST(PteFixtures, KvCacheDecodeLoopCompilesNothingAfterTwoSteps) {
   EXPECT_EQ(gpu_calls["Slice"], 0u);
 }
 
+// Session::reset() empties the KV cache: the recorded steps, replayed on the same session, give
+// torch's outputs again (without it, step 0 gives other outputs: the cache still holds what steps 1
+// and 2 wrote).
+TEST(PteFixtures, ResetReplaysTheRecordedStepsFromAnEmptyCache) {
+  std::vector<wgml::Session> sessions;
+  sessions.emplace_back((kFixtures / "kv_cache" / "model.pte").string());
+  std::string why_not;
+  if (auto gpu = webgpu_session("kv_cache", why_not)) sessions.push_back(std::move(*gpu));
+  for (wgml::Session& session : sessions) {
+    expect_reproduces_torch("kv_cache", session);
+    session.reset();
+    expect_reproduces_torch("kv_cache", session);
+  }
+}
+
 // The rows [first, first + count) of axis 2 of a [1, H, S, D] float tensor.
 wgml::Tensor token_rows(const wgml::Tensor& t, int64_t first, int64_t count) {
   const int64_t heads = t.dim(1), tokens = t.dim(2), width = t.dim(3);

@@ -7,9 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/webgpu/gpu_context.h"
-#include "backend/webgpu/webgpu_backend.h"
+#include "api/op_support.h"
 #include "core/elements.h"
 #include "frontend/load_model.h"
 #include "frontend/onnx/onnx_model.h"
@@ -255,41 +253,14 @@ int run(const RunArgs& args) {
   return 0;
 }
 
-// Every op of every domain with its support per backend: the IR's nodes (domain "mlx") and the
-// ONNX ops a backend keeps in their own domain. A node runs on the CPU when the CPU backend has a
-// kernel for it or the executor runs it itself (control flow, value arithmetic, copies); on
-// WebGPU with a GPU kernel when kernels/specs has its spec, as a sequence of GPU kernels when
-// kernels/decompositions decomposes it, else through the CPU fallback.
+// Every op of every domain with its support per backend (api/op_support.h).
 int list_ops(bool json) {
-  const wgml::backend::cpu::CpuBackend cpu;
-  const std::string kernels = wgml::backend::webgpu::default_kernels_dir();
-  wgml::kernel::Engine engine(kernels + "/wgsl");
-  engine.load_directory(kernels + "/specs");
-  const auto decompositions = wgml::kernel::load_decomposition_directory(kernels + "/decompositions");
-  nlohmann::json ops = nlohmann::json::array();
-  for (size_t id = 1; id < wgml::ir::kNodeNames.size(); ++id) {
-    const bool native = wgml::runtime::Executor::handles_natively(id);
-    const bool on_cpu = cpu.kernels().find(id) || native;
-    const std::string op(wgml::backend::webgpu::spec_op_name(wgml::ir::kNodeNames[id]));
-    const wgml::kernel::KernelSpec* spec = engine.find("mlx", op);
-    const char* webgpu = spec && spec->view                  ? "view"
-                         : spec                              ? "kernel"
-                         : native                            ? "executor"
-                         : decompositions.count({"mlx", op}) ? "decomposed"
-                         : on_cpu                            ? "cpu fallback"
-                                                             : "no";
-    ops.push_back(
-        {{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id}, {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
-  }
-  for (const auto& [key, kernel] : cpu.kernels().onnx_kernels()) {
-    const char* webgpu = engine.find(key.first, key.second) ? "kernel" : "cpu fallback";
-    ops.push_back({{"domain", key.first}, {"op", key.second}, {"support", {{"cpu", true}, {"webgpu", webgpu}}}});
-  }
+  const nlohmann::json support = wgml::api::op_support();
   if (json) {
-    std::cout << nlohmann::json{{"backends", {"cpu", "webgpu"}}, {"ops", ops}}.dump(2) << "\n";
+    std::cout << support.dump(2) << "\n";
     return 0;
   }
-  for (const auto& op : ops)
+  for (const auto& op : support["ops"])
     std::cout << op["domain"].get<std::string>() << "\t" << op["op"].get<std::string>()
               << "\tcpu: " << (op["support"]["cpu"].get<bool>() ? "yes" : "no")
               << "\twebgpu: " << op["support"]["webgpu"].get<std::string>() << "\n";

@@ -6,8 +6,8 @@
 #include <iterator>
 #include <string>
 
+#include "api/open_session.h"
 #include "core/memory_budget.h"
-#include "gpu/gpu_error.h"
 
 namespace wgml::cli {
 
@@ -43,16 +43,10 @@ Session SessionArgs::open() const {
   options.tunables_file = tunables_file;
   options.profile = profile();
   if (!max_memory.empty()) options.max_memory_bytes = parse_byte_size(max_memory);
-  if (device != "auto") return Session(path, options);
-  options.device = "webgpu";
-  try {
-    return Session(path, options);
-  } catch (const gpu::GpuError& e) {
-    if (e.kind() != gpu::GpuErrorKind::LibraryNotFound && e.kind() != gpu::GpuErrorKind::NoAdapter) throw;
-    std::cerr << "wgml: no WebGPU device (" << e.what() << "); running on the CPU reference\n";
-    options.device = "cpu";
-    return Session(path, options);
-  }
+  std::string why_not_webgpu;
+  Session session = api::open_session(path, options, &why_not_webgpu);
+  if (!why_not_webgpu.empty()) std::cerr << "wgml: no WebGPU device (" << why_not_webgpu << "); running on the CPU reference\n";
+  return session;
 }
 
 namespace {
