@@ -118,7 +118,8 @@ PooledBuffer BufferPool::acquire(uint64_t bytes, BufferKind kind, std::string_vi
   out.size_ = size;
   out.capacity_ = capacity;
   out.kind_ = kind;
-  if (take_free(kind, capacity, out)) {
+  const size_t position = kind == BufferKind::Storage ? position_++ : 0;
+  if ((kind == BufferKind::Storage && take_lent_before(position, capacity, out)) || take_free(kind, capacity, out)) {
     ++stats_.reused;
   } else {
     out.handle_ = device_.create_buffer(capacity, usage_of(kind), label_of(kind), op);
@@ -128,7 +129,30 @@ PooledBuffer BufferPool::acquire(uint64_t bytes, BufferKind kind, std::string_vi
     stats_.peak_bytes_allocated = std::max(stats_.peak_bytes_allocated, stats_.bytes_allocated);
   }
   lend(out);
+  if (kind == BufferKind::Storage) {
+    if (position >= lent_in_order_.size()) lent_in_order_.resize(position + 1);
+    lent_in_order_[position] = {out.id_, out.capacity_};
+  }
   return out;
+}
+
+// The buffer this request's place in the run got last time, when it is free and of a class the
+// request may take (as take_free: its own up to twice it).
+bool BufferPool::take_lent_before(size_t position, uint64_t capacity, PooledBuffer& out) {
+  if (position >= lent_in_order_.size()) return false;
+  const auto [id, class_bytes] = lent_in_order_[position];
+  if (class_bytes < capacity || class_bytes > 2 * capacity) return false;
+  const auto it = free_.find({BufferKind::Storage, class_bytes});
+  if (it == free_.end()) return false;
+  std::vector<FreeBuffer>& buffers = it->second;
+  const auto found = std::find_if(buffers.begin(), buffers.end(), [&](const FreeBuffer& b) { return b.id == id; });
+  if (found == buffers.end()) return false;
+  out.handle_ = found->handle;
+  out.id_ = found->id;
+  out.capacity_ = class_bytes;
+  buffers.erase(found);
+  --stats_.free_buffers;
+  return true;
 }
 
 void BufferPool::lend(PooledBuffer& buffer) {

@@ -83,6 +83,11 @@ class BufferPool {
   // Destroys the free buffers the GPU has finished with (their memory goes back to the device).
   void trim();
 
+  // Marks the start of a run. The storage requests of a run that repeats the previous one's (a
+  // decode step) get, where it is free, the buffer the same request got then: the recorder's bind
+  // groups, keyed by buffer ids, are then found instead of made at every step.
+  void restart_sequence() { position_ = 0; }
+
   struct Stats {
     uint64_t created = 0;  // buffers made by the device
     uint64_t reused = 0;   // requests served from the pool
@@ -109,12 +114,15 @@ class BufferPool {
 
   void give_back(PooledBuffer& buffer);
   bool take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out);
+  bool take_lent_before(size_t position, uint64_t capacity, PooledBuffer& out);
   std::optional<size_t> usable(BufferKind kind, const std::vector<FreeBuffer>& buffers);
   void lend(PooledBuffer& buffer);
   void destroy(WGPUBuffer handle, uint64_t capacity);
 
   Device& device_;
   std::map<ClassKey, std::vector<FreeBuffer>> free_;
+  std::vector<std::pair<uint64_t, uint64_t>> lent_in_order_;  // (id, class) of the run's storage requests
+  size_t position_ = 0;                                       // the next storage request's place in the run
   Stats stats_;
 };
 

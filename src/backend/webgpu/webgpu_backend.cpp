@@ -15,7 +15,10 @@ void WebGpuBackend::attach(runtime::ExecContext& ctx) const {
   ctx.set_backend_state(std::make_shared<WebGpuState>(WebGpuState{gpu_, &cpu_.kernels(), &placement_, small_values_on_host_}));
 }
 
-void WebGpuBackend::end_run(runtime::ExecContext&) const { gpu_->recorder().submit(); }
+void WebGpuBackend::end_run(runtime::ExecContext&) const {
+  gpu_->recorder().submit();
+  gpu_->pool().restart_sequence();
+}
 
 runtime::DeviceMemory WebGpuBackend::device_memory() const {
   const gpu::BufferPool::Stats& s = gpu_->pool().stats();
