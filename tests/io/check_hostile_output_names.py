@@ -50,6 +50,21 @@ def files_under(root):
     return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, names in os.walk(root) for f in names)
 
 
+def non_utf8_name_problems(wgml, model, work):
+    """`wgml inspect --json` on a model whose output name is not UTF-8 (the byte 0xff): the JSON
+    shows it as U+FFFD instead of aborting."""
+    patched = os.path.join(work, "not_utf8.onnx")
+    with open(model, "rb") as f:
+        data = f.read()
+    with open(patched, "wb") as f:
+        f.write(data.replace(b"CON", b"\xffON"))
+    proc = subprocess.run([wgml, "inspect", patched, "--json"], capture_output=True)
+    if proc.returncode != 0:
+        return [f"wgml inspect --json on a non-UTF-8 output name failed: {proc.stderr.decode(errors='replace')}"]
+    names = [o["name"] for o in json.loads(proc.stdout)["outputs"]]
+    return [] if "\ufffdON" in names else [f"non-UTF-8 output name not shown as U+FFFD: {names}"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wgml", required=True)
@@ -78,6 +93,7 @@ def main():
     expected_files = sorted(["model.onnx", "x.npy"] + [os.path.join("out", "a", "b", f) for _, f in HOSTILE])
     if files_under(args.work) != expected_files:
         problems.append(f"files written: {files_under(args.work)}, expected {expected_files}")
+    problems += non_utf8_name_problems(args.wgml, model, args.work)
     if problems:
         sys.exit("\n".join(problems))
     print(f"{len(HOSTILE)} hostile output names: every file inside {out_dir}")

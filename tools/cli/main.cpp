@@ -24,11 +24,15 @@
 
 namespace {
 
+// Names come from the model file and need not be UTF-8, where dump() would throw: invalid bytes
+// are replaced.
+std::string dump_json(const nlohmann::json& json) { return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 int inspect(const std::string& path, bool json) {
   const auto model = wgml::frontend::load_model(path);
   const auto summary = wgml::frontend::summarize(model);
   if (json)
-    std::cout << wgml::frontend::to_json(summary).dump(2) << "\n";
+    std::cout << dump_json(wgml::frontend::to_json(summary)) << "\n";
   else
     std::cout << wgml::frontend::to_text(summary);
   return 0;
@@ -242,11 +246,7 @@ int run(const RunArgs& args) {
     nlohmann::json* json = args.json ? &json_steps.emplace_back(nlohmann::json::array()) : nullptr;
     report_outputs(session, outputs[s], files, steps.size() > 1 ? ".step" + std::to_string(s) : "", json);
   }
-  // Names come from the model file and need not be UTF-8: dump() replaces invalid bytes.
-  if (args.json)
-    std::cout << nlohmann::json{{"device", session.device_description()}, {"steps", json_steps}}.dump(
-                     2, ' ', false, nlohmann::json::error_handler_t::replace)
-              << "\n";
+  if (args.json) std::cout << dump_json({{"device", session.device_description()}, {"steps", json_steps}}) << "\n";
   std::cout.flush();  // the times and the profile go to stderr, after the outputs
   if (args.session.profile() || args.repeat > 1) print_times(session, runs_ms);
   if (args.session.profile()) wgml::cli::print_profile(session, args.session.trace_path);
