@@ -128,3 +128,12 @@ def test_two_sessions_run_in_parallel_threads(device: str) -> None:
         assert len(results[i]) == 8
         for got in results[i]:
             np.testing.assert_array_equal(got, expected[i])
+
+
+def test_every_error_code_has_its_own_subclass() -> None:
+    # The names error_code_name() gives (src/core/error.cpp); a code without a subclass would
+    # surface as the bare wgml.Error.
+    codes = ["io", "invalid-format", "invalid-program", "unsupported", "invalid-argument", "runtime", "resource-limit"]
+    classes = [wgml.errors.error_class(code) for code in codes]
+    assert all(cls is not wgml.Error and cls.code == code for cls, code in zip(classes, codes))
+    assert issubclass(wgml.errors.error_class("resource-limit"), MemoryError)

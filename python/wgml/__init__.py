@@ -30,6 +30,7 @@ from .errors import (  # noqa: E402
     InvalidFormatError,
     InvalidProgramError,
     IoError,
+    ResourceLimitError,
     UnsupportedError,
 )
 from .generation import GenerationOptions, Generator, generate  # noqa: E402
@@ -52,6 +53,7 @@ def ops() -> dict[str, Any]:
 
 __all__ = [
     "Adapter", "Error", "ExecutionError", "GenerationOptions", "GenerationStats", "Generator",
-    "InvalidArgumentError", "InvalidFormatError", "InvalidProgramError", "IoError", "IoInfo", "OpProfile", "RunStats",
+    "InvalidArgumentError", "InvalidFormatError", "InvalidProgramError", "IoError", "IoInfo", "OpProfile",
+    "ResourceLimitError", "RunStats",
     "Session", "TextStream", "Tokenizer", "UnsupportedError", "devices", "generate", "ops",
 ]

@@ -60,8 +60,15 @@ class ExecutionError(Error):
     code = "runtime"
 
 
+class ResourceLimitError(Error, MemoryError):
+    """A tensor would exceed the session's memory limit, or the device ran out of memory
+    (``ErrorCode::ResourceLimit``); also a MemoryError."""
+
+    code = "resource-limit"
+
+
 _BY_CODE = {cls.code: cls for cls in (IoError, InvalidFormatError, InvalidProgramError, UnsupportedError,
-                                      InvalidArgumentError, ExecutionError)}
+                                      InvalidArgumentError, ExecutionError, ResourceLimitError)}
 
 
 def error_class(code: str) -> type[Error]:
