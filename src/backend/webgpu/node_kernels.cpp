@@ -527,23 +527,25 @@ NodeRequest onnx_request(const ir::OnnxOp& op, const kernel::KernelSpec& spec, c
   return r;
 }
 
+// Runs `op` (a kept ONNX op or a fused op) with the spec of its domain and type, operands by
+// position; returns the reason when it does not fit the GPU.
+std::optional<std::string> run_op_on_gpu(const ir::OnnxOp& op, const kernel::KernelSpec& spec, ExecContext& ctx) {
+  NodeRequest r = onnx_request(op, spec, ctx);
+  return run_on_gpu(ctx, ctx.backend_state<WebGpuState>(), spec, op.domain + "." + op.op_type, r);
+}
+
 void run_onnx_op(const ir::OnnxOp& op, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
-  const std::string label = op.domain + "." + op.op_type;
-  const kernel::KernelSpec& spec = *state.gpu->engine().find(op.domain, op.op_type);
-  NodeRequest r = onnx_request(op, spec, ctx);
-  const auto why_not = run_on_gpu(ctx, state, spec, label, r);
-  if (why_not) run_on_cpu(state, label, *why_not, [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });
+  const auto why_not = run_op_on_gpu(op, *state.gpu->engine().find(op.domain, op.op_type), ctx);
+  if (why_not)
+    run_on_cpu(state, op.domain + "." + op.op_type, *why_not, [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });
 }
 
 // A fused op (runtime/fusion.h) on the GPU: the spec of its domain and type, operands by position
 // as for kept ONNX ops; false when there is none or the request does not fit it (its parts run).
 bool run_fused_op(const ir::OnnxOp& op, ExecContext& ctx) {
-  const auto& state = ctx.backend_state<WebGpuState>();
-  const kernel::KernelSpec* spec = state.gpu->engine().find(op.domain, op.op_type);
-  if (!spec) return false;
-  NodeRequest r = onnx_request(op, *spec, ctx);
-  return !run_on_gpu(ctx, state, *spec, op.domain + "." + op.op_type, r);
+  const kernel::KernelSpec* spec = ctx.backend_state<WebGpuState>().gpu->engine().find(op.domain, op.op_type);
+  return spec && !run_op_on_gpu(op, *spec, ctx);
 }
 
 // A kept ONNX op without a spec (LSTM, NonZero, ...) runs on the CPU reference, counted and timed
