@@ -31,7 +31,8 @@ nlohmann::json op_support() {
         {{"domain", "mlx"}, {"op", ir::kNodeNames[id]}, {"id", id}, {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
   }
   for (const auto& [key, kernel] : cpu.kernels().onnx_kernels()) {
-    const char* webgpu = engine.find(key.first, key.second) ? "kernel" : "cpu fallback";
+    const kernel::KernelSpec* spec = engine.find(key.first, key.second);
+    const char* webgpu = !spec ? "cpu fallback" : spec->view ? "view" : "kernel";
     ops.push_back({{"domain", key.first}, {"op", key.second}, {"support", {{"cpu", true}, {"webgpu", webgpu}}}});
   }
   return {{"backends", {"cpu", "webgpu"}}, {"ops", ops}};

@@ -176,9 +176,24 @@ class Planner {
         continue;
       }
       bind_dtype(t, it->second.dtype, false);
-      bind_storage(t, it->second.dtype);
       shapes_[t.name] = it->second.shape;
+      if (t.host_values)
+        match_values(t);
+      else
+        bind_storage(t, it->second.dtype);
     }
+  }
+
+  // An input read on the host: the request carries one value per element.
+  void match_values(const TensorSpec& t) {
+    const auto it = request_.input_values.find(t.name);
+    if (it == request_.input_values.end())
+      fail(ErrorCode::InvalidArgument, "input '" + t.name + "' is read on the host (values), and the request lacks its values");
+    const int64_t count = shape_numel(shapes_[t.name]);
+    if (static_cast<int64_t>(it->second.size()) != count)
+      fail(ErrorCode::InvalidArgument, "input '" + t.name + "' has " + std::to_string(count) +
+                                           " elements, and the request gives " + std::to_string(it->second.size()) + " values");
+    values_obj_[t.name] = Value(it->second);
   }
 
   static std::string names_of(const std::vector<TensorSpec>& tensors) {
@@ -232,6 +247,7 @@ class Planner {
   void publish_tensor(const std::string& name) {
     shapes_obj_[name] = Value::int_list(shapes_[name]);
     ranks_obj_[name] = Value(static_cast<int64_t>(shapes_[name].size()));
+    if (!storage_.count(name)) return;  // read on the host: no storage scalar
     dtypes_obj_[name] = Value(storage_[name].scalar);
     types_obj_[name] = logical_type(name);
   }
@@ -253,6 +269,7 @@ class Planner {
                {"present", Value(present)},
                {"attrs", Value(attrs_)},
                {"tunables", Value(tunables)},
+               {"values", Value(values_obj_)},
                {"device", Value(Object{{"shaderF16", Value(device_.shader_f16)},
                                        {"subgroups", Value(device_.subgroups)},
                                        {"maxWorkgroupsPerDimension", Value(device_.max_workgroups_per_dimension)}})}});
@@ -402,7 +419,7 @@ class Planner {
   void add_tensors(const Scope& spec_scope, KernelPlan& plan) const {
     for (const auto* list : {&spec_.inputs, &spec_.outputs}) {
       for (const TensorSpec& t : *list) {
-        if (!shapes_.count(t.name)) continue;
+        if (!shapes_.count(t.name) || t.host_values) continue;
         PlanTensor pt;
         pt.name = t.name;
         pt.onnx = t.onnx;
@@ -653,7 +670,7 @@ class Planner {
   std::map<std::string, std::string> type_source_;
   std::map<std::string, StorageType> storage_;
   std::map<std::string, Shape> shapes_;
-  Object shapes_obj_, ranks_obj_, dtypes_obj_, types_obj_, attrs_;
+  Object shapes_obj_, ranks_obj_, dtypes_obj_, types_obj_, attrs_, values_obj_;
   ObjectScope base_{Object{}};
 };
 

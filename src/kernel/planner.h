@@ -37,6 +37,9 @@ struct KernelRequest {
   // The optional outputs to produce (Split's first n parts); the others are left out.
   std::set<std::string> wanted_outputs;
   std::map<std::string, Value> attributes;  // absent ones take the spec's defaults
+  // The elements of the inputs the spec reads on the host ("values": true), ints or floats by the
+  // input's dtype, in row-major order.
+  std::map<std::string, List> input_values;
   // (input, output) pairs the caller lets share one buffer: the in-place KV-cache update.
   std::vector<std::pair<std::string, std::string>> may_alias;
 };

@@ -198,9 +198,10 @@ class SpecParser {
       if (!is_identifier(name)) r_.fail(path, "a tensor name must be an identifier");
       if (spec_.tensor(name)) r_.fail(path, "'" + name + "' is already an input");
       if (inputs)
-        r_.keys(body, path,
-                {"onnx", "dtype", "rank", "shape", "optional", "list", "storage", "narrowing", "valueRange", "description"},
-                {"dtype"});
+        r_.keys(
+            body, path,
+            {"onnx", "dtype", "rank", "shape", "optional", "list", "storage", "narrowing", "valueRange", "values", "description"},
+            {"dtype"});
       else
         r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "description"}, {"dtype"});
       TensorSpec t;
@@ -220,6 +221,7 @@ class SpecParser {
         r_.fail(Reader::child(path, "narrowing"), "the only narrowing is \"checked\", found \"" + t.narrowing + "\"");
       if (body.contains("valueRange")) value_range(body.at("valueRange"), Reader::child(path, "valueRange"), t);
       if (!t.storage.empty()) check_storage(t);
+      if (body.contains("values")) host_values(body.at("values"), Reader::child(path, "values"), t);
       t.dtype_attribute = r_.string_or(body, "dtypeAttribute", path, "");
       if (body.contains("list"))
         add_list(body.at("list"), Reader::child(path, "list"), std::move(t), out);
@@ -242,6 +244,13 @@ class SpecParser {
       if (spec_.tensor(member.name)) r_.fail(path, "'" + member.name + "' is already a tensor of the spec");
       out.push_back(std::move(member));
     }
+  }
+
+  // An input read on the host has no GPU storage, so nothing of it may say how it is stored.
+  void host_values(const Json& j, const std::string& path, TensorSpec& t) const {
+    t.host_values = r_.boolean(j, path);
+    if (t.host_values && (!t.storage.empty() || t.range_min))
+      r_.fail(path, "an input read on the host (values) has no GPU storage, narrowing or valueRange");
   }
 
   void value_range(const Json& j, const std::string& path, TensorSpec& t) {
@@ -437,6 +446,11 @@ class SpecParser {
     return scratch_ && std::any_of(scratch_->begin(), scratch_->end(), [&](const TensorSpec& t) { return t.name == name; });
   }
 
+  void reject_host_values(const std::string& name, const std::string& path) const {
+    if (const TensorSpec* t = spec_.input(name); t && t->host_values)
+      r_.fail(path, "'" + name + "' is read on the host (values): no pass binds it");
+  }
+
   // A pass is named for profiles: by its op alone when it is its variant's only pass.
   PassSpec pass(const Json& j, const std::string& path, bool only_pass) const {
     r_.keys(j, path,
@@ -477,6 +491,7 @@ class SpecParser {
       b.uniform = true;
       return b;
     }
+    reject_host_values(name, path);
     if (!is_tensor(name))
       r_.fail(path, "'" + name + "' is neither an input, an output, a scratch tensor nor a binding of the top-level bindings");
     b.arg = name;
@@ -488,6 +503,7 @@ class SpecParser {
     r_.keys(j, path, {"arg", "name", "elementType"}, {"arg"});
     PassBinding b;
     b.arg = r_.string(j.at("arg"), Reader::child(path, "arg"));
+    reject_host_values(b.arg, Reader::child(path, "arg"));
     if (!is_tensor(b.arg)) r_.fail(Reader::child(path, "arg"), "'" + b.arg + "' is not an input, output or scratch tensor");
     b.name = r_.string_or(j, "name", path, b.arg);
     if (!is_identifier(b.name)) r_.fail(Reader::child(path, "name"), "a binding name must be an identifier");
@@ -645,17 +661,19 @@ std::vector<KernelSpec> load_spec_file(const std::string& path) {
 
 NameTable NameTable::for_spec(const KernelSpec& spec) {
   NameTable table;
-  std::vector<std::string> tensors, dtypes, attrs, tunables;
+  std::vector<std::string> tensors, dtypes, attrs, tunables, values;
   for (const auto* list : {&spec.inputs, &spec.outputs})
     for (const auto& t : *list) tensors.push_back(t.name);
+  for (const auto& t : spec.inputs)
+    if (t.host_values) values.push_back(t.name);
   dtypes = tensors;
   for (const auto& [var, types] : spec.type_constraints) dtypes.push_back(var);
   for (const auto& a : spec.attributes) attrs.push_back(a.name);
   for (const auto& t : spec.tunables) tunables.push_back(t.name);
-  table.namespaces_ = {{"shapes", tensors},    {"ranks", tensors},
-                       {"present", tensors},   {"dtypes", dtypes},
-                       {"types", dtypes},      {"attrs", attrs},
-                       {"tunables", tunables}, {"device", {"shaderF16", "subgroups", "maxWorkgroupsPerDimension"}}};
+  table.namespaces_ = {
+      {"shapes", tensors},    {"ranks", tensors}, {"present", tensors},
+      {"dtypes", dtypes},     {"types", dtypes},  {"attrs", attrs},
+      {"tunables", tunables}, {"values", values}, {"device", {"shaderF16", "subgroups", "maxWorkgroupsPerDimension"}}};
   return table;
 }
 

@@ -31,7 +31,10 @@ struct TensorSpec {
   std::string storage;                       // "", "uint32", "int32", "packed"
   std::string narrowing;                     // "", "checked"
   std::optional<Expr> range_min, range_max;  // valueRange
-  std::string path;                          // JSON path, for messages
+  // "values": true: an op parameter (Resize's scales and sizes) the planner reads as `values.NAME`,
+  // never bound to a pass; the request carries its elements (KernelRequest::input_values).
+  bool host_values = false;
+  std::string path;  // JSON path, for messages
 };
 
 struct AttributeSpec {

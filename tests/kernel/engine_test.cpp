@@ -323,6 +323,36 @@ TEST_F(SpecEngine, ScratchTensorsAreVariantTemporaries) {
   EXPECT_THAT(spec_error(j), HasSubstr("'partials' is neither an input, an output, a scratch tensor"));
 }
 
+// An input read on the host ("values": true): its elements, not its buffer, reach the planner,
+// which computes the output shape and params from them; no pass may bind it.
+TEST_F(SpecEngine, HostValuesInputsAreReadWhilePlanningAndNeverBound) {
+  Json j = scale_spec();
+  j["inputs"]["repeats"] = {{"dtype", "int64"}, {"rank", 1}, {"values", true}};
+  j["outputs"]["y"]["shape"] = "[shapes.x[0] * values.repeats[0]]";
+  j["bindings"]["params"]["struct"][1]["value"] = "values.repeats[0] * 0.5";
+  KernelRequest r = scale_request(DType::Float32, {5});
+  r.inputs["repeats"] = {DType::Int64, {1}};
+  r.input_values["repeats"] = {Value(int64_t{3})};
+  const KernelPlan p = plan(j, r);
+  EXPECT_EQ(p.tensor("y")->shape, (Shape{15}));
+  EXPECT_EQ(p.tensor("repeats"), nullptr);  // nothing to upload
+  float factor = 0;
+  std::memcpy(&factor, p.passes[0].params.data() + 4, 4);
+  EXPECT_EQ(factor, 1.5f);
+
+  r.input_values["repeats"] = {Value(int64_t{3}), Value(int64_t{4})};
+  EXPECT_THAT(error_of([&] { plan(j, r); }, ErrorCode::InvalidArgument),
+              HasSubstr("input 'repeats' has 1 elements, and the request gives 2 values"));
+  r.input_values.clear();
+  EXPECT_THAT(error_of([&] { plan(j, r); }, ErrorCode::InvalidArgument),
+              HasSubstr("input 'repeats' is read on the host (values), and the request lacks its values"));
+
+  j["variants"][0]["passes"][0]["bindings"] = {"x", "repeats", "y", "params"};
+  EXPECT_THAT(spec_error(j), HasSubstr("bindings[1]: 'repeats' is read on the host (values): no pass binds it"));
+  j["inputs"]["repeats"]["valueRange"] = {"0", "9"};
+  EXPECT_THAT(spec_error(j), HasSubstr("inputs.repeats.values: an input read on the host (values) has no GPU storage"));
+}
+
 TEST_F(SpecEngine, DerivedValuesAreLazyAndCyclesAreErrors) {
   Json j = scale_spec();
   j["variants"][0]["derive"] = {{"later", "earlier * 2"}, {"earlier", "numel(shapes.x)"}};

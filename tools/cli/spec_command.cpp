@@ -73,6 +73,7 @@ void print_tensor_spec(const kernel::TensorSpec& t) {
   if (t.onnx != t.name) std::cout << " (onnx " << t.onnx << ")";
   std::cout << ": " << t.dtype;
   if (t.optional) std::cout << ", optional";
+  if (t.host_values) std::cout << ", values read on the host";
   if (t.rank) std::cout << ", rank " << t.rank->text();
   if (t.shape) std::cout << ", shape " << t.shape->text();
   if (!t.storage.empty()) std::cout << ", storage " << t.storage;

@@ -11,8 +11,7 @@ feature sequences for the wake-word heads). A run passes when every output eleme
 |wgml - onnxruntime| <= tolerance * |onnxruntime| + 1e-6 (the absolute floor covers outputs near
 0, where onnxruntime's approximate sigmoid is coarser than that). Exit status 1 if any run fails.
 Input sizes are small on purpose: the CPU reference backend is the oracle, not fast. With
---device webgpu a run also fails when any op falls back to the CPU (the profile says so), but for
-the ops --allow-cpu names.
+--device webgpu a run also fails when any op falls back to the CPU (the profile says so).
 """
 import argparse
 import os
@@ -129,8 +128,6 @@ def main():
     parser.add_argument("--only", default="", help="run only models whose name contains this")
     parser.add_argument("--device", default="cpu", choices=["cpu", "webgpu"],
                         help="webgpu: also fail when an op falls back to the CPU")
-    parser.add_argument("--allow-cpu", default="",
-                        help="webgpu: comma-separated ops known to run on the CPU (kept ONNX ops without a GPU kernel)")
     args = parser.parse_args()
 
     import onnxruntime as ort
@@ -149,7 +146,6 @@ def main():
                 print(f"FAIL {name} ({kind}): wgml failed: {e}")
                 failures += 1
                 continue
-            fallbacks = [op for op in fallbacks if op not in args.allow_cpu.split(",")]
             if fallbacks:
                 print(f"FAIL {name} ({kind}): on the CPU instead of the GPU: {', '.join(fallbacks)}")
                 failures += 1

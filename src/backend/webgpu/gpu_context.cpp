@@ -54,6 +54,7 @@ std::string request_key(const kernel::KernelSpec& spec, const kernel::KernelRequ
   add_tensors("o", r.outputs);
   for (const std::string& name : r.wanted_outputs) key += "|w" + name;
   for (const auto& [name, value] : r.attributes) key += "|a" + name + "=" + value.repr();
+  for (const auto& [name, values] : r.input_values) key += "|v" + name + "=" + kernel::Value(values).repr();
   for (const auto& [input, output] : r.may_alias) key += "|m" + input + ">" + output;
   return key;
 }

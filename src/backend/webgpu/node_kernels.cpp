@@ -16,6 +16,7 @@
 #include "backend/webgpu/plan_runner.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/device_data.h"
+#include "core/elements.h"
 #include "ir/nodes.h"
 #include "wgml/error.h"
 
@@ -224,11 +225,39 @@ std::optional<std::string> widen_operands(const WebGpuState& state, const kernel
   return std::nullopt;
 }
 
+// Op parameters (Resize's scales and sizes) are a few numbers, usually constants or shape
+// arithmetic held on the host; one computed on the GPU is read back, which only a handful of
+// elements may cost.
+constexpr int64_t kMaxHostValues = 64;
+
+// The elements of the inputs the spec reads on the host ("values": true) into the request;
+// returns the reason when one is too large to read.
+std::optional<std::string> read_host_values(const kernel::KernelSpec& spec, NodeRequest& r) {
+  for (const kernel::TensorSpec& t : spec.inputs) {
+    const auto it = r.inputs.find(t.name);
+    if (!t.host_values || it == r.inputs.end()) continue;
+    const Tensor& x = it->second;
+    if (x.numel() > kMaxHostValues)
+      return "input '" + t.name + "' has " + std::to_string(x.numel()) + " elements, more than the " +
+             std::to_string(kMaxHostValues) + " read on the host";
+    kernel::List& values = r.request.input_values[t.name];
+    values.reserve(static_cast<size_t>(x.numel()));
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (is_floating(x.dtype()))
+        values.emplace_back(load_as_double(x.dtype(), x.data(), i));
+      else
+        values.emplace_back(load_as_int64(x.dtype(), x.data(), i));
+    }
+  }
+  return std::nullopt;
+}
+
 // Runs node request `r` on the GPU, writing the outputs to their slots; returns the reason when it
 // does not fit the GPU.
 std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const kernel::KernelSpec& spec,
                                       const std::string& op, NodeRequest& r) {
   if (!r.unadaptable.empty()) return r.unadaptable;
+  if (auto why_not = read_host_values(spec, r)) return why_not;
   if (auto why_not = promote_operands(state, spec, r)) return why_not;
   if (auto why_not = widen_operands(state, spec, r)) return why_not;
   allow_in_place(ctx, r);
@@ -530,6 +559,9 @@ NodeRequest onnx_request(const ir::OnnxOp& op, const kernel::KernelSpec& spec, c
 // Runs `op` (a kept ONNX op or a fused op) with the spec of its domain and type, operands by
 // position; returns the reason when it does not fit the GPU.
 std::optional<std::string> run_op_on_gpu(const ir::OnnxOp& op, const kernel::KernelSpec& spec, ExecContext& ctx) {
+  // An older opset may order or mean the operands differently (Resize-10 has no roi input).
+  if (op.opset < spec.since_version)
+    return "opset " + std::to_string(op.opset) + " predates the spec's sinceVersion " + std::to_string(spec.since_version);
   NodeRequest r = onnx_request(op, spec, ctx);
   return run_on_gpu(ctx, ctx.backend_state<WebGpuState>(), spec, op.domain + "." + op.op_type, r);
 }
@@ -548,6 +580,14 @@ bool run_fused_op(const ir::OnnxOp& op, ExecContext& ctx) {
   return spec && !run_op_on_gpu(op, *spec, ctx);
 }
 
+// A kept ONNX op whose spec is a view (a Reshape to a shape computed at run time): its CPU kernel
+// reads the shape operand, a few values, and relabels the same GPU buffer without reading it.
+void run_onnx_as_view(const ir::OnnxOp& op, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  ++state.placement->views[op.domain + "." + op.op_type];
+  state.cpu->find_onnx(op.domain, op.op_type)(op, ctx);
+}
+
 // A kept ONNX op without a spec (LSTM, NonZero, ...) runs on the CPU reference, counted and timed
 // like any fallback so that profiles show it.
 void run_onnx_without_spec(const ir::OnnxOp& op, ExecContext& ctx) {
@@ -561,8 +601,10 @@ void run_onnx_without_spec(const ir::OnnxOp& op, ExecContext& ctx) {
 void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cpu, runtime::KernelTable& table) {
   [&]<size_t... I>(std::index_sequence<I...>) { (register_node<std::variant_alternative_t<I, ir::Node>>(gpu, table), ...); }
   (std::make_index_sequence<std::variant_size_v<ir::Node>>{});
-  for (const auto& [key, kernel] : cpu.onnx_kernels())
-    table.add_onnx(key.first, key.second, gpu.engine().find(key.first, key.second) ? run_onnx_op : run_onnx_without_spec);
+  for (const auto& [key, kernel] : cpu.onnx_kernels()) {
+    const kernel::KernelSpec* spec = gpu.engine().find(key.first, key.second);
+    table.add_onnx(key.first, key.second, !spec ? run_onnx_without_spec : spec->view ? run_onnx_as_view : run_onnx_op);
+  }
   table.set_fused(run_fused_op);
 }
 

@@ -29,7 +29,9 @@ runtime::ReadSide WebGpuBackend::read_side(const ir::Instruction& instruction) c
   const ir::Node* node = ir::as_node(instruction);
   if (!node) {
     const auto& op = std::get<ir::OnnxOp>(instruction);
-    return gpu_->engine().find(op.domain, op.op_type) ? runtime::ReadSide::Device : runtime::ReadSide::Host;
+    const kernel::KernelSpec* spec = gpu_->engine().find(op.domain, op.op_type);
+    if (!spec) return runtime::ReadSide::Host;
+    return spec->view ? runtime::ReadSide::Unknown : runtime::ReadSide::Device;
   }
   const size_t id = node->index() + 1;
   if (runtime::is_native_op(id)) return runtime::ReadSide::Unknown;
