@@ -450,6 +450,19 @@ def axes_reduction(kind):
     return sweep(kind, dtypes, make)
 
 
+def median():
+    """A run of adjacent axes (what the GPU kernel sorts as one line), or all of them."""
+    def make(name, rng, dtype, k):
+        x = values(rng, reduction_shape(rng, 1), dtype, -4, 4)
+        first = int(rng.integers(0, x.ndim))
+        run = range(first, int(rng.integers(first, x.ndim)) + 1)
+        axes = [] if rng.random() < 0.2 else [d - x.ndim if rng.random() < 0.5 else d for d in run]
+        keep = bool(rng.random() < 0.5)
+        return simple(name, "MedianNode", x, mx.median(x, axis=axes if axes else None, keepdims=keep), axes=axes,
+                      keepdims=keep)
+    return sweep("MedianNode", FLOAT, make)
+
+
 def arg_reduction(kind, fn):
     def make(name, rng, dtype, k):
         x = reduction_values(rng, reduction_shape(rng, 1), dtype, -4, 4)
@@ -513,6 +526,7 @@ def cases():
     out["IndexCopyNode"] = layout("IndexCopyNode", index_copy, min_rank=1)
     for kind in AXES_REDUCTIONS:
         out[kind] = axes_reduction(kind)
+    out["MedianNode"] = median()
     out["ArgmaxNode"] = arg_reduction("ArgmaxNode", mx.argmax)
     out["ArgminNode"] = arg_reduction("ArgminNode", mx.argmin)
     out["SoftmaxNode"] = softmax()
