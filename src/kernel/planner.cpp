@@ -372,8 +372,11 @@ class Planner {
     std::string text = "shapes";
     for (const auto& [name, shape] : shapes_) text += " " + name + "=" + shape_text(shape);
     text += "; dtypes";
-    for (const auto& [var, dtype] : type_vars_)
-      text += " " + var + "=" + std::string(dtype_name(dtype)) + " (" + dtypes_obj_.at(var).as_string() + ")";
+    for (const auto& [var, dtype] : type_vars_) {
+      text += " " + var + "=" + std::string(dtype_name(dtype));
+      // A type bound by inputs read on the host alone has no storage scalar.
+      if (const auto scalar = dtypes_obj_.find(var); scalar != dtypes_obj_.end()) text += " (" + scalar->second.as_string() + ")";
+    }
     text += "; attrs";
     for (const auto& [name, value] : attrs_) text += " " + name + "=" + value.repr();
     return text + "; device shaderF16=" + (device_.shader_f16 ? "true" : "false");

@@ -340,6 +340,14 @@ TEST_F(SpecEngine, HostValuesInputsAreReadWhilePlanningAndNeverBound) {
   std::memcpy(&factor, p.passes[0].params.data() + 4, 4);
   EXPECT_EQ(factor, 1.5f);
 
+  // A condition on the values; the message names the type the host input binds (no storage scalar).
+  j["inputs"]["repeats"]["dtype"] = "I";
+  j["typeConstraints"]["I"] = {"int64", "int32"};
+  j["when"].push_back("values.repeats[0] < 10");
+  r.input_values["repeats"] = {Value(int64_t{12})};
+  EXPECT_THAT(error_of([&] { plan(j, r); }, ErrorCode::Unsupported),
+              HasSubstr("`values.repeats[0] < 10` is false for shapes repeats=[1] x=[5] y=[60]; dtypes I=int64 T=float32 (f32)"));
+
   r.input_values["repeats"] = {Value(int64_t{3}), Value(int64_t{4})};
   EXPECT_THAT(error_of([&] { plan(j, r); }, ErrorCode::InvalidArgument),
               HasSubstr("input 'repeats' has 1 elements, and the request gives 2 values"));

@@ -1,15 +1,18 @@
-// ONNX Resize on the GPU (lavapipe in CI) against the CPU reference, through whole sessions: random
+// Kept ONNX ops (no mlx lowering) on the GPU (lavapipe in CI), through whole sessions. Resize
+// against the CPU reference: random
 // input shapes, each model holding one Resize per configuration (every mode, nearest rounding and
 // coordinate transformation, scales or sizes with each aspect-ratio policy, axes, cubic's
 // coefficient and exclude_outside, tf_crop_and_resize's roi and extrapolation), every Resize
 // required to run on the GPU. Nearest picks an element, so its configurations keep each source
 // coordinate exact in float32 and float64 alike (scales with few bits; half_pixel_symmetric only
 // where scale x size is whole): elsewhere float32 may land on the other side of a rounding boundary
-// than the reference's doubles, as onnxruntime's floats do.
+// than the reference's doubles, as onnxruntime's floats do. Reshape, Squeeze and Unsqueeze to
+// shapes and axes known only at run time: views of the GPU buffer, nothing read back.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <random>
 
@@ -197,6 +200,41 @@ TEST(ResizeOnGpu, LeavesOpset10ToTheCpuReference) {
   const auto out = gpu->run({float_tensor_of({1, 1, 2, 2}, {1, 2, 3, 4})});
   EXPECT_EQ(floats_of(std::get<Tensor>(out[0])), (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
   EXPECT_EQ(cpu_rows(*gpu), std::vector<std::string>{"ai.onnx.Resize: opset 10 predates the spec's sinceVersion 11"});
+}
+
+// The shape and axes arrive as run-time inputs, so the frontend keeps the ops; on the GPU they only
+// relabel the Relu's buffer, with the values given at each run.
+TEST(DynamicShapesOnGpu, ReshapeSqueezeAndUnsqueezeToRunTimeShapesAreViews) {
+  OnnxModel m(13);
+  m.input("x", kFloat, {2, 3, 4}).input("shape", kInt64, {2}).input("axes", kInt64, {1});
+  m.output("y", kFloat, {kDynamic, kDynamic});
+  m.node("Relu", {"x"}, {"r"});
+  m.node("Reshape", {"r", "shape"}, {"flat"});
+  m.node("Unsqueeze", {"flat", "axes"}, {"expanded"});
+  m.node("Squeeze", {"expanded", "axes"}, {"squeezed"});
+  m.node("Neg", {"squeezed"}, {"y"});
+  std::string why_not;
+  auto gpu = open_session(m.write(fresh_directory("dynamic_views")), "webgpu", why_not);
+  if (!gpu) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  std::vector<float> values(24);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 5) - 2.0f;
+  std::vector<float> expected;
+  for (float v : values) expected.push_back(-std::max(v, 0.0f));
+  const Tensor x = float_tensor_of({2, 3, 4}, values);
+  for (const auto& [shape, want] :
+       {std::pair<std::vector<int64_t>, Shape>{{4, 6}, {4, 6}}, {{-1, 8}, {3, 8}}, {{0, 12}, {2, 12}}}) {
+    Tensor shape_tensor(DType::Int64, {2}), axes(DType::Int64, {1});
+    std::copy(shape.begin(), shape.end(), shape_tensor.mutable_data_as<int64_t>());
+    axes.mutable_data_as<int64_t>()[0] = 1;
+    const auto out = gpu->run({x, shape_tensor, axes});
+    const Tensor& y = std::get<Tensor>(out[0]);
+    EXPECT_EQ(y.shape(), want);
+    EXPECT_EQ(floats_of(y), expected);
+  }
+  std::map<std::string, std::string> devices;
+  for (const OpProfile& p : gpu->profile()) devices[p.op] = p.device;
+  for (const char* op : {"ai.onnx.Reshape", "ai.onnx.Unsqueeze", "ai.onnx.Squeeze"}) EXPECT_EQ(devices[op], "view") << op;
+  EXPECT_EQ(cpu_rows(*gpu), std::vector<std::string>{});
 }
 
 }  // namespace
