@@ -202,6 +202,27 @@ TEST(ResizeOnGpu, LeavesOpset10ToTheCpuReference) {
   EXPECT_EQ(cpu_rows(*gpu), std::vector<std::string>{"ai.onnx.Resize: opset 10 predates the spec's sinceVersion 11"});
 }
 
+// Scales that make no output shape are the model's error: the CPU reference reports it, as on the
+// CPU backend, rather than a failed expression of the spec.
+TEST(ResizeOnGpu, ScalesThatMakeNoShapeAreTheReferencesError) {
+  for (const float bad : {-2.0f, std::nanf(""), 1e30f}) {
+    OnnxModel m(13);
+    m.input("x", kFloat, {1, 1, 2, 2}).output("y", kFloat, {kDynamic, kDynamic, kDynamic, kDynamic});
+    m.initializer("scales", std::vector<float>{1, 1, bad, 2}, {4});
+    m.node("Resize", {"x", "", "scales"}, {"y"});
+    std::string why_not;
+    auto gpu = open_session(m.write(fresh_directory("resize_bad_scales")), "webgpu", why_not);
+    if (!gpu) GTEST_SKIP() << "no WebGPU device: " << why_not;
+    try {
+      gpu->run({float_tensor_of({1, 1, 2, 2}, {1, 2, 3, 4})});
+      ADD_FAILURE() << "scale " << bad << " ran";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::Runtime) << e.what();
+      EXPECT_NE(std::string(e.what()).find("Resize: "), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The shape and axes arrive as run-time inputs, so the frontend keeps the ops; on the GPU they only
 // relabel the Relu's buffer, with the values given at each run.
 TEST(DynamicShapesOnGpu, ReshapeSqueezeAndUnsqueezeToRunTimeShapesAreViews) {
