@@ -21,12 +21,12 @@ nlohmann::json op_support() {
     const bool on_cpu = cpu.kernels().find(id) || native;
     const std::string op(backend::webgpu::spec_op_name(ir::kNodeNames[id]));
     const kernel::KernelSpec* spec = engine.find("mlx", op);
-    const char* webgpu = spec && spec->view                  ? "view"
-                         : spec                              ? "kernel"
-                         : native                            ? "executor"
-                         : decompositions.count({"mlx", op}) ? "decomposed"
-                         : on_cpu                            ? "cpu fallback"
-                                                             : "no";
+    const char* webgpu = spec && spec->view                                                          ? "view"
+                         : spec                                                                      ? "kernel"
+                         : native                                                                    ? "executor"
+                         : decompositions.count({"mlx", op}) || backend::webgpu::composed_on_gpu(op) ? "decomposed"
+                         : on_cpu                                                                    ? "cpu fallback"
+                                                                                                     : "no";
     ops.push_back(
         {{"domain", "mlx"}, {"op", ir::kNodeNames[id]}, {"id", id}, {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
   }

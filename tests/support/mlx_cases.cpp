@@ -85,17 +85,29 @@ double tolerance(wgml::DType t) {
   }
 }
 
+// The tolerance of case `c`'s outputs of dtype `t`: that dtype's, or with compare "close:<dtype>"
+// that dtype's (a result computed in float16 and cast to float32 is only as close as float16).
+double case_tolerance(const json& c, wgml::DType t) {
+  const std::string compare = c.value("compare", "close");
+  if (compare.rfind("close:", 0) == 0) {
+    const auto computed = wgml::dtype_from_name(compare.substr(6));
+    if (!computed) throw std::runtime_error("case " + c["name"].get<std::string>() + ": unknown dtype in compare " + compare);
+    return tolerance(*computed);
+  }
+  return tolerance(t);
+}
+
 bool close(double got, double want, double tol) {
   if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
   if (std::isinf(want) || std::isinf(got)) return got == want;
   return std::fabs(got - want) <= tol + tol * std::fabs(want);
 }
 
-void expect_tensor_close(const wgml::Tensor& got, const wgml::Tensor& want, const std::string& what) {
+void expect_tensor_close(const json& c, const wgml::Tensor& got, const wgml::Tensor& want, const std::string& what) {
   ASSERT_EQ(wgml::dtype_name(got.dtype()), wgml::dtype_name(want.dtype())) << what << ": dtype";
   ASSERT_EQ(got.shape(), want.shape()) << what << ": shape";
   const bool floating = wgml::is_floating(want.dtype());
-  const double tol = tolerance(want.dtype());
+  const double tol = case_tolerance(c, want.dtype());
   int reported = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {
     const bool ok =
@@ -164,7 +176,7 @@ void expect_output(const wgml::Value& got, const json& want_json, const json& c,
     return expect_partitioned(std::get<wgml::Tensor>(got), std::get<wgml::Tensor>(want), std::get<wgml::Tensor>(first_input), kth,
                               axis, what);
   }
-  expect_tensor_close(std::get<wgml::Tensor>(got), std::get<wgml::Tensor>(want), what);
+  expect_tensor_close(c, std::get<wgml::Tensor>(got), std::get<wgml::Tensor>(want), what);
 }
 
 }  // namespace
@@ -203,7 +215,7 @@ std::vector<std::vector<Value>> run_mlx_case(const json& c, const runtime::Backe
   return results;
 }
 
-void expect_same_results(const std::vector<std::vector<Value>>& got, const std::vector<std::vector<Value>>& want,
+void expect_same_results(const json& c, const std::vector<std::vector<Value>>& got, const std::vector<std::vector<Value>>& want,
                          const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what << ": steps";
   for (size_t s = 0; s < got.size(); ++s) {
@@ -213,7 +225,7 @@ void expect_same_results(const std::vector<std::vector<Value>>& got, const std::
       const auto* g = std::get_if<Tensor>(&got[s][i]);
       const auto* w = std::get_if<Tensor>(&want[s][i]);
       if (g && w)
-        expect_tensor_close(*g, *w, where);
+        expect_tensor_close(c, *g, *w, where);
       else
         EXPECT_EQ(got[s][i].index(), want[s][i].index()) << where;
     }

@@ -18,10 +18,10 @@ nlohmann::json mlx_cases_of(const std::string& node);
 // Runs one case on `backend`, reporting mismatches with MLX as test failures; returns each step's
 // outputs (none when the case expects an error or fails).
 std::vector<std::vector<Value>> run_mlx_case(const nlohmann::json& c, const runtime::Backend& backend);
-// Two backends' results of one case agree: dtypes and shapes exactly, values within the
+// Two backends' results of case `c` agree: dtypes and shapes exactly, values within the
 // tolerance of the MLX comparison.
-void expect_same_results(const std::vector<std::vector<Value>>& got, const std::vector<std::vector<Value>>& want,
-                         const std::string& what);
+void expect_same_results(const nlohmann::json& c, const std::vector<std::vector<Value>>& got,
+                         const std::vector<std::vector<Value>>& want, const std::string& what);
 // Every node name of the schema ("AddNode", ...), for parameterized suites.
 std::vector<std::string> all_node_names();
 

@@ -52,7 +52,9 @@ class Ref:
 class Case:
     def __init__(self, name, compare="close"):
         self.name = name
-        self.compare = compare  # "close", or "partition:<kth>:<axis>" (order within sides is free)
+        # "close"; "close:<dtype>": at that dtype's tolerance (a float16 result cast to float32); or
+        # "partition:<kth>:<axis>" (order within sides is free)
+        self.compare = compare
         self.tensor_inputs, self.outputs, self.tensor_outputs, self.temps = [], [], 0, 0
         self.value_inputs, self.temp_values = [], 0
         self.inputs_in_order = []  # Refs, in input_map order

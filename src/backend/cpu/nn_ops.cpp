@@ -8,6 +8,7 @@
 
 #include "backend/cpu/broadcast.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kv_cache.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/rounding.h"
 #include "backend/cpu/strided.h"
@@ -246,16 +247,6 @@ void sdpa(const ir::SdpaNode& n, ExecContext& ctx) {
   if (!is_floating(q.dtype())) fail("Sdpa: expected floating q");
   ctx.set_tensor(n.out, attention(q, ctx.tensor(n.k), ctx.tensor(n.v), n.scale, ctx.optional_tensor(n.mask), n.causal));
 }
-
-// The off-graph KV cache of UpdateAndAttend (ExecuTorch keeps it outside the program): per
-// layer, a full history. A step of T tokens at `position` writes K/V to [position, position + T)
-// and attends over [0, position + T), causally when T > 1 (a single decode token sees it all).
-struct KvCache {
-  struct Layer {
-    Tensor k, v;  // [1, H, capacity, D]
-  };
-  std::map<int32_t, Layer> layers;
-};
 
 // dst [1, H, S, D] with `update` [1, H, T, D] written at `position`, grown as needed.
 Tensor write_rows(Tensor dst, const Tensor& update, int64_t position) {

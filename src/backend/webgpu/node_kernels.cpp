@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "backend/cpu/broadcast.h"
+#include "backend/cpu/kv_cache.h"
 #include "backend/cpu/strided.h"
 #include "backend/webgpu/plan_runner.h"
 #include "backend/webgpu/webgpu_backend.h"
@@ -163,15 +164,29 @@ std::variant<std::map<std::string, Tensor>, std::string> plan_and_record(const W
   return run_plan(state.gpu, *plan, std::move(placed));
 }
 
+// Runs the mlx spec `op` on `inputs` by name; returns its first output, or the reason it does not
+// fit the GPU. `in_place` names an input whose buffer that output may take (nothing else may hold
+// it).
+std::variant<Tensor, std::string> run_mlx_op(const WebGpuState& state, const std::string& op,
+                                             const std::map<std::string, Tensor>& inputs,
+                                             std::map<std::string, kernel::Value> attributes, const std::string& in_place = "") {
+  const kernel::KernelSpec& spec = *state.gpu->engine().find("mlx", op);
+  kernel::KernelRequest request;
+  for (const auto& [name, t] : inputs) request.inputs[name] = kernel::TensorDesc{t.dtype(), t.shape()};
+  request.attributes = std::move(attributes);
+  const std::string& output = spec.outputs.front().name;
+  request.wanted_outputs.insert(output);
+  if (!in_place.empty()) request.may_alias.emplace_back(in_place, output);
+  auto result = plan_and_record(state, spec, request, inputs);
+  if (auto* why_not = std::get_if<std::string>(&result)) return op + ": " + *why_not;
+  return std::move(std::get<std::map<std::string, Tensor>>(result).at(output));
+}
+
 // Casts `x` to `dtype` with the AsType kernel; returns the reason when it does not fit the GPU.
 std::variant<Tensor, std::string> cast_on_gpu(const WebGpuState& state, const Tensor& x, DType dtype) {
-  kernel::KernelRequest request;
-  request.inputs["x"] = kernel::TensorDesc{x.dtype(), x.shape()};
-  request.attributes["scalar_type"] = kernel::Value(int64_t{scalar_type_of(dtype)});
-  request.wanted_outputs.insert("out");
-  auto result = plan_and_record(state, *state.gpu->engine().find("mlx", "AsType"), request, {{"x", x}});
+  auto result = run_mlx_op(state, "AsType", {{"x", x}}, {{"scalar_type", kernel::Value(int64_t{scalar_type_of(dtype)})}});
   if (auto* why_not = std::get_if<std::string>(&result)) return "casting to " + std::string(dtype_name(dtype)) + ": " + *why_not;
-  return std::move(std::get<std::map<std::string, Tensor>>(result).at("out"));
+  return result;
 }
 
 // Input `name` of `r` (its request entry `input`) cast to `dtype` on the GPU; returns the reason
@@ -344,6 +359,98 @@ void run_transpose(const ir::Node& node, ExecContext& ctx) {
   ctx.set_tensor(n.out, x.reshaped(shape));
 }
 
+// ---- UpdateAndAttend: ExecuTorch's cache update and attention in one node -------------------
+// Its KV cache lives off the graph (cpu::KvCache, shared with the CPU reference). On the GPU each
+// layer's K and V are device tensors [1, H, S, D]: SliceUpdate writes a step's rows in place, Pad
+// grows S (doubling) when a step writes past it, and Sdpa reads the first position + T rows
+// (kvStop), so a decode step copies no cache. A step that does not fit the GPU runs the CPU kernel
+// on the same cache; its writes repeat the same rows, so one whose writes ran here is still right.
+
+// `cache` grown to hold `rows` along axis 2 (zeros after what it held), or made for `update`.
+std::variant<Tensor, std::string> grown_cache(const WebGpuState& state, const Tensor& cache, const Tensor& update, int64_t rows) {
+  if (!cache.defined()) {
+    const kernel::Value shape = kernel::Value::int_list({1, update.dim(1), rows, update.dim(3)});
+    return run_mlx_op(
+        state, "Full", {},
+        {{"shape", shape}, {"v", kernel::Value(0.0)}, {"scalar_type", kernel::Value(int64_t{scalar_type_of(update.dtype())})}});
+  }
+  const int64_t capacity = std::max(rows, 2 * cache.dim(2));
+  return run_mlx_op(state, "Pad", {{"x", cache}},
+                    {{"pad_width", kernel::Value::int_list({0, 0, 0, 0, 0, capacity - cache.dim(2), 0, 0})},
+                     {"mode", kernel::Value("constant")},
+                     {"constant_value", kernel::Value(0.0)}});
+}
+
+// Writes `update` [1, H, T, D] into `cache` at `position`, growing it first as needed.
+std::optional<std::string> write_cache_rows(const WebGpuState& state, Tensor& cache, const Tensor& update, int64_t position) {
+  const int64_t end = position + update.dim(2);
+  if (!cache.defined() || cache.dim(2) < end) {
+    auto grown = grown_cache(state, cache, update, end);
+    if (auto* why_not = std::get_if<std::string>(&grown)) return *why_not;
+    cache = std::move(std::get<Tensor>(grown));
+  }
+  // The cache moves into the request, so that the write may take its buffer.
+  std::map<std::string, Tensor> inputs{{"dst", std::move(cache)}, {"update", update}};
+  auto written = run_mlx_op(state, "SliceUpdate", inputs,
+                            {{"axis", kernel::Value(int64_t{2})},
+                             {"start", kernel::Value(position)},
+                             {"stop", kernel::Value(end)},
+                             {"step", kernel::Value(int64_t{1})}},
+                            "dst");
+  if (auto* why_not = std::get_if<std::string>(&written)) {
+    cache = std::move(inputs.at("dst"));
+    return *why_not;
+  }
+  cache = std::move(std::get<Tensor>(written));
+  return std::nullopt;
+}
+
+// Runs the node on the GPU; returns the reason when it does not fit (the CPU kernel then runs, and
+// reports what is invalid).
+std::optional<std::string> update_and_attend_on_gpu(const ir::UpdateAndAttendNode& n, ExecContext& ctx,
+                                                    const WebGpuState& state) {
+  const Tensor& q = ctx.tensor(n.q);
+  const Tensor& k = ctx.tensor(n.k);
+  const Tensor& v = ctx.tensor(n.v);
+  const Tensor& pos = ctx.tensor(n.position);
+  if (!n.layer_id || !n.scale || pos.numel() < 1 || (pos.dtype() != DType::Int32 && pos.dtype() != DType::Int64))
+    return "a field the CPU reference checks is invalid";
+  if (k.rank() != 4 || k.dim(0) != 1 || k.shape() != v.shape() || q.dtype() != k.dtype() || v.dtype() != k.dtype())
+    return "q, k and v of different dtypes, or k and v not [1, H, T, D] alike";
+  const int64_t position = load_as_int64(pos.dtype(), pos.data(), 0);
+  cpu::KvCache::Layer& layer = ctx.persistent_state<cpu::KvCache>().layers[*n.layer_id];
+  for (const Tensor* cache : {&layer.k, &layer.v})
+    if (cache->defined() && (cache->dim(1) != k.dim(1) || cache->dim(3) != k.dim(3) || cache->dtype() != k.dtype()))
+      return "the cache's heads, head size or dtype differ from this step's";
+  if (position < 0) return "a negative position";
+  if (auto why_not = write_cache_rows(state, layer.k, k, position)) return why_not;
+  if (auto why_not = write_cache_rows(state, layer.v, v, position)) return why_not;
+  const int64_t steps = k.dim(2);
+  auto attended = run_mlx_op(state, "Sdpa", {{"q", q}, {"k", layer.k}, {"v", layer.v}},
+                             {{"scale", kernel::Value(double{*n.scale})},
+                              {"causal", kernel::Value(steps > 1)},
+                              {"kvStop", kernel::Value(position + steps)}});
+  if (auto* why_not = std::get_if<std::string>(&attended)) return *why_not;
+  Tensor out = std::move(std::get<Tensor>(attended));
+  if (n.out_dtype) {
+    const auto dtype = dtype_from_scalar_type(*n.out_dtype);
+    if (!dtype) return "an out_dtype that is no dtype";
+    auto cast = cast_on_gpu(state, out, *dtype);
+    if (auto* why_not = std::get_if<std::string>(&cast)) return *why_not;
+    out = std::move(std::get<Tensor>(cast));
+  }
+  ++state.placement->on_gpu["UpdateAndAttend"];
+  ctx.set_tensor(n.out, std::move(out));
+  return std::nullopt;
+}
+
+void run_update_and_attend(const ir::Node& node, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  const auto why_not = update_and_attend_on_gpu(std::get<ir::UpdateAndAttendNode>(node), ctx, state);
+  if (why_not)
+    run_on_cpu(state, "UpdateAndAttend", *why_not, [&] { state.cpu->find(ir::UpdateAndAttendNode::kUnionId)(node, ctx); });
+}
+
 // Checks that a spec takes every field of node type N as FieldCollector passes it: a tensor as
 // the input or output of its name, a list of tensors as the spec's list of that name, anything
 // else as an attribute; and that each required input and output of the spec is some field's.
@@ -430,20 +537,11 @@ kernel::ObjectScope decomposition_scope(const NodeRequest& r) {
 // the reason it does not fit the GPU.
 std::variant<Tensor, std::string> run_step(const WebGpuState& state, const kernel::DecompositionStep& step,
                                            const kernel::Scope& scope, const NodeRequest& r, const Tensor& previous) {
-  const kernel::KernelSpec& spec = *state.gpu->engine().find("mlx", step.op);
-  kernel::KernelRequest request;
   std::map<std::string, Tensor> inputs;
-  for (const auto& [input, field] : step.inputs) {
-    const Tensor& t = field == "previous" ? previous : r.inputs.at(field);
-    inputs[input] = t;
-    request.inputs[input] = kernel::TensorDesc{t.dtype(), t.shape()};
-  }
-  for (const auto& [name, e] : step.attributes) request.attributes[name] = e.evaluate(scope);
-  const std::string& output = spec.outputs.front().name;
-  request.wanted_outputs.insert(output);
-  auto result = plan_and_record(state, spec, request, inputs);
-  if (auto* why_not = std::get_if<std::string>(&result)) return step.op + ": " + *why_not;
-  return std::move(std::get<std::map<std::string, Tensor>>(result).at(output));
+  for (const auto& [input, field] : step.inputs) inputs[input] = field == "previous" ? previous : r.inputs.at(field);
+  std::map<std::string, kernel::Value> attributes;
+  for (const auto& [name, e] : step.attributes) attributes[name] = e.evaluate(scope);
+  return run_mlx_op(state, step.op, inputs, std::move(attributes));
 }
 
 // Runs `d` step by step, each step's output the next one's "previous"; the last is the node's
@@ -511,6 +609,7 @@ template <class N>
 void register_node(const GpuContext& gpu, runtime::KernelTable& table) {
   if (!table.find(N::kUnionId)) return;
   const std::string op(spec_op_name(N::kName));
+  if constexpr (std::is_same_v<N, ir::UpdateAndAttendNode>) return table.set(N::kUnionId, run_update_and_attend);
   const kernel::KernelSpec* spec = gpu.engine().find("mlx", op);
   if (!spec && gpu.decomposition("mlx", op)) {
     check_decomposition<N>(*gpu.decomposition("mlx", op), gpu.engine());

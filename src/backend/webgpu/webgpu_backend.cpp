@@ -38,6 +38,7 @@ runtime::ReadSide WebGpuBackend::read_side(const ir::Instruction& instruction) c
   const std::string op(spec_op_name(ir::kNodeNames[id]));
   const kernel::KernelSpec* spec = gpu_->engine().find("mlx", op);
   if (spec) return spec->view ? runtime::ReadSide::Unknown : runtime::ReadSide::Device;
+  if (composed_on_gpu(op)) return runtime::ReadSide::Device;
   return gpu_->decomposition("mlx", op) ? runtime::ReadSide::Device : runtime::ReadSide::Host;
 }
 
@@ -49,5 +50,7 @@ std::string_view spec_op_name(std::string_view node_name) {
     node_name.remove_suffix(suffix.size());
   return node_name;
 }
+
+bool composed_on_gpu(std::string_view op) { return op == "UpdateAndAttend"; }
 
 }  // namespace wgml::backend::webgpu

@@ -66,4 +66,8 @@ void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cp
 // "AddNode" -> "Add": the spec name of a node type.
 std::string_view spec_op_name(std::string_view node_name);
 
+// Whether the backend runs node type `op` (a spec name) on the GPU by C++ of its own that runs
+// other ops' specs: UpdateAndAttend, whose KV cache is state no spec can hold.
+bool composed_on_gpu(std::string_view op);
+
 }  // namespace wgml::backend::webgpu

@@ -1,7 +1,8 @@
 // The MLX-differential cases (tests/support/mlx_cases.h), hand-written and random shapes and
 // dtypes, on the WebGPU backend: every node's programs must match MLX and the CPU reference,
-// whether the node runs on the GPU or through the CPU fallback; a node with a kernel spec or a
-// decomposition must have run on the GPU at least once (a view: as a view).
+// whether the node runs on the GPU or through the CPU fallback; a node with a kernel spec, a
+// decomposition or a composition of specs (UpdateAndAttend) must have run on the GPU at least once
+// (a view: as a view).
 #include <gtest/gtest.h>
 
 #include "support/mlx_cases.h"
@@ -30,11 +31,11 @@ TEST_P(WebGpuMlxDifferential, WebGpuMatchesMlx) {
   const uint64_t before = count_of(placed, op);
   const cpu::CpuBackend reference;
   for (const nlohmann::json& c : wgml::testing::mlx_cases_of(GetParam()))
-    wgml::testing::expect_same_results(wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
+    wgml::testing::expect_same_results(c, wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
                                        c["name"].get<std::string>() + " (WebGPU against the CPU)");
-  if (!spec && !backend.context()->decomposition("mlx", op)) return;
+  if (!spec && !backend.context()->decomposition("mlx", op) && !composed_on_gpu(op)) return;
   const auto reason = backend.placement().fallback_reason.find(op);
-  EXPECT_GT(count_of(placed, op), before) << op << " has a kernel spec or a decomposition but no case ran on the GPU"
+  EXPECT_GT(count_of(placed, op), before) << op << " has a GPU path but no case ran on the GPU"
                                           << (reason == backend.placement().fallback_reason.end() ? "" : ": " + reason->second);
 }
 
@@ -55,7 +56,7 @@ TEST(WebGpuShapeClasses, LaterStepsReuseThePipelinesOfTheFirstTwo) {
       first_two["steps"] = nlohmann::json(c["steps"].begin(), c["steps"].begin() + 2);
       wgml::testing::run_mlx_case(first_two, backend);
       const GpuContext::Counters before = backend.context()->counters();
-      wgml::testing::expect_same_results(wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
+      wgml::testing::expect_same_results(c, wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
                                          name + " (WebGPU against the CPU)");
       const GpuContext::Counters after = backend.context()->counters();
       EXPECT_EQ(after.kernels_rendered, before.kernels_rendered) << name << ": a later step rendered a kernel";
@@ -81,7 +82,7 @@ TEST(WebGpuPromotion, MixedOperandsAreCastOnTheGpu) {
       ++cases;
       const std::string op(spec_op_name(node));
       const uint64_t cpu_before = count_of(backend.placement().on_cpu, op);
-      wgml::testing::expect_same_results(wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
+      wgml::testing::expect_same_results(c, wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
                                          name + " (WebGPU against the CPU)");
       EXPECT_EQ(count_of(backend.placement().on_cpu, op), cpu_before) << name << " fell back to the CPU";
     }
