@@ -194,7 +194,9 @@ def update_and_attend_cases():
             ("gqa_chunks", 4, 2, 8, [2, 2, 1], mx.float32, None),
             ("f16_out_f32", 2, 1, 16, [4, 1], mx.float16, mx.float32),
             ("single_decode_steps", 2, 2, 4, [1, 1, 1, 1], mx.float32, None),
-            ("bf16", 2, 2, 8, [2, 1], mx.bfloat16, None)):
+            ("bf16", 2, 2, 8, [2, 1], mx.bfloat16, None),
+            # Past the cache's length again and again (the GPU's grows by doubling), then a chunk.
+            ("long_decode", 4, 2, 8, [5] + [1] * 16 + [3], mx.float32, None)):
         # Attention computed in `dtype` and cast is only as close as `dtype`.
         c = Case(name, compare="close" if out_dtype is None else f"close:{str(dtype).split('.')[-1]}")
         scale = D ** -0.5
