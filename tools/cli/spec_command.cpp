@@ -118,6 +118,7 @@ SpecCommands::SpecCommands(CLI::App& app) {
   render_->add_option("--shapes", shapes_, "NAME=D0xD1x... per present input (outputs are computed)")->required();
   render_->add_option("--dtypes", dtypes_, "NAME=DTYPE per type variable (T=float32) or tensor");
   render_->add_option("--attrs", attrs_, "NAME=VALUE (a JSON value or a plain string)");
+  render_->add_option("--values", values_, "NAME=[V0, V1, ...]: the elements of an input read on the host (\"values\": true)");
   render_->add_option("--tunable", tunables_, "Op.NAME=VALUE");
   render_->add_option("--tunables-file", tunables_file_, "Per-adapter tunables (JSON)");
   render_->add_option("--alias", aliases_, "INPUT=OUTPUT: let the output share the input's buffer (in place)");
@@ -204,6 +205,12 @@ int SpecCommands::render() const {
   for (const auto& setting : attrs_) {
     const auto [name, value] = split_setting("--attrs", setting);
     request.attributes[name] = parse_attribute(value);
+  }
+  for (const auto& setting : values_) {
+    const auto [name, value] = split_setting("--values", setting);
+    const kernel::Value list = parse_attribute(value);
+    if (!list.is_list()) bad_argument("--values", setting, "NAME=[V0, V1, ...], a JSON list of numbers");
+    request.input_values[name] = list.as_list();
   }
   for (const auto& setting : aliases_) request.may_alias.push_back(split_setting("--alias", setting));
   kernel::TunableOverrides tunables;

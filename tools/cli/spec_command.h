@@ -31,7 +31,7 @@ class SpecCommands {
   std::string file_;
   std::string op_;
   std::string templates_;
-  std::vector<std::string> shapes_, dtypes_, attrs_, tunables_, aliases_;
+  std::vector<std::string> shapes_, dtypes_, attrs_, values_, tunables_, aliases_;
   std::string tunables_file_;
   bool no_f16_ = false;
   bool subgroups_ = false;
