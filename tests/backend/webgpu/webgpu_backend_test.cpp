@@ -89,6 +89,39 @@ TEST_F(WebGpuBackendTest, ABfloat16TensorOnlyOnTheGpuIsRepackedThereForAPackedIn
     }
 }
 
+// A residual Add fused into the quantized matrix-vector product (runtime/fusion.h) gives exactly what
+// the product and then the Add give, roundings included: the fused op means the original program.
+TEST_F(WebGpuBackendTest, AQuantizedProductWithAnAddendEqualsTheProductThenTheAdd) {
+  std::mt19937 rng(7);
+  const int64_t k = 128, n = 36;  // 4 bits, groups of 32: 16 words and 4 groups a row
+  for (DType t : {DType::Float32, DType::BFloat16}) {
+    const Tensor x = testing::random_tensor(t, {1, 1, k}, rng), addend = testing::random_tensor(t, {1, 1, n}, rng);
+    const Tensor w = testing::random_tensor(DType::UInt32, {n, k / 8}, rng);
+    const Tensor scales = testing::random_tensor(t, {n, k / 32}, rng), biases = testing::random_tensor(t, {n, k / 32}, rng);
+    kernel::KernelRequest product;
+    product.inputs = {{"x", {t, x.shape()}},
+                      {"w", {DType::UInt32, w.shape()}},
+                      {"scales", {t, scales.shape()}},
+                      {"biases", {t, biases.shape()}}};
+    product.attributes = {{"group_size", kernel::Value(int64_t{32})}, {"bits", kernel::Value(int64_t{4})}};
+    kernel::KernelRequest fused = product;
+    fused.inputs["addend"] = {t, addend.shape()};
+    const auto& qmm = *gpu()->engine().find("mlx", "QuantizedMatmul");
+    const std::map<std::string, Tensor> operands = {{"x", x}, {"w", w}, {"scales", scales}, {"biases", biases}};
+    std::map<std::string, Tensor> with_addend = operands;
+    with_addend["addend"] = addend;
+    const auto& fused_plan = gpu()->plan(qmm, fused);
+    EXPECT_EQ(fused_plan.variant, "qmv");
+    const Tensor once = run_plan(gpu(), fused_plan, with_addend).at("out");
+    const Tensor alone = run_plan(gpu(), gpu()->plan(qmm, product), operands).at("out");
+    kernel::KernelRequest add;
+    add.inputs = {{"a", {t, alone.shape()}}, {"b", {t, addend.shape()}}};
+    const Tensor twice =
+        run_plan(gpu(), gpu()->plan(*gpu()->engine().find("mlx", "Add"), add), {{"a", alone}, {"b", addend}}).at("out");
+    testing::expect_same_tensor(once, twice, std::string(dtype_name(t)));
+  }
+}
+
 // A copy of kernels/ with one more file, for the checks made when a backend is created.
 class KernelsWith {
  public:
