@@ -36,15 +36,19 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import math
+import mmap
 import pathlib
 import shutil
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
+from unittest import mock
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tools" / "fixtures"))
@@ -149,21 +153,30 @@ def make_hf_config(rc: RandomConfig):
     return cfg
 
 
+def checkpoint_tensors(cfg, dtype: Optional[torch.dtype] = None) -> Dict[str, torch.Tensor]:
+    """The tensors a checkpoint of this config holds, on the meta device (names, shapes, dtypes; no data): the
+    model's state_dict less a tied lm_head, which a checkpoint leaves out as save_pretrained does."""
+    import transformers
+
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+    tensors = dict(model.state_dict())
+    if cfg.get_text_config().tie_word_embeddings:
+        tensors.pop("lm_head.weight", None)
+    return tensors
+
+
 def write_random_checkpoint(name: str, out_dir: pathlib.Path) -> None:
     """A Hugging Face checkpoint directory (config.json + safetensors shards) with seeded random weights.
 
     Parameter names and shapes come from the architecture built on the meta device; values are drawn one tensor
     at a time in state_dict order, so memory stays at one shard and the result depends only on the seed.
     """
-    import transformers
     from safetensors.torch import save_file
 
     rc = CONFIGS[name]
     cfg = make_hf_config(rc)
-    with torch.device("meta"):
-        shapes = {k: tuple(v.shape) for k, v in getattr(transformers, rc.architecture)(cfg).state_dict().items()}
-    if cfg.tie_word_embeddings:
-        shapes.pop("lm_head.weight", None)
+    shapes = {k: tuple(v.shape) for k, v in checkpoint_tensors(cfg).items()}
     gen = torch.Generator().manual_seed(rc.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     shards: List[Dict[str, torch.Tensor]] = [{}]
@@ -212,6 +225,62 @@ def run_exporter(args: Dict[str, Any]) -> float:
     t0 = time.monotonic()
     export_llama_hf(**args)
     return time.monotonic() - t0
+
+
+# ---------------------------------------------------------------------------
+# Exporting without weights (--payload-only)
+# ---------------------------------------------------------------------------
+
+
+def zero_pages(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """Zeros on a fresh anonymous mapping: reads see the kernel's shared zero page, so the pages nothing writes
+    take no memory (an 8B model's 16 GB of bf16 weights cost nothing while only their shapes are used)."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
+
+
+def hqq_shapes_only(hp_tensor: torch.Tensor, block_size: List[int], qmin: int, qmax: int, **_: Any):
+    """torchao's `_choose_qparams_and_quantize_scale_only_hqq` without the search (20 passes over each weight,
+    the 1B's 5 minutes): zero qdata and scales of the shapes and dtypes it returns. qdata comes as the int8 that
+    `IntxUnpackedToInt8Tensor.from_hp` casts the real int32 result to, so that cast copies nothing."""
+    rows, cols = hp_tensor.shape
+    return zero_pages((rows, cols), torch.int8), zero_pages((rows, cols // block_size[1]), hp_tensor.dtype)
+
+
+@contextlib.contextmanager
+def weights_untouched():
+    """Within it, export_llama_hf runs as it is, except that no weight is read, computed or stored:
+
+    - `AutoModelForCausalLM.from_pretrained(DIR, ...)` reads DIR's config as ever, and the model class's
+      `from_pretrained(DIR, config=...)` it then calls becomes `from_pretrained(None, config=...,
+      state_dict=<zero_pages of every checkpoint tensor>)`: the same loading code, handed tensors of the
+      checkpoint's names and shapes (in the load dtype) instead of the safetensors files, which need not exist;
+    - the 4-bit quantisation's scale search is `hqq_shapes_only`;
+    - the MLX backend's named data store (the weight bytes of the .pte) stays empty.
+
+    The payload depends on the graph, the tensors' metadata and whether the zero points are all zero (they are,
+    for the symmetric int4 scheme, from torchao itself), so it comes out as the real export's: checked byte for byte
+    against the llama-1b exports (docs/llm-export.md, "Payloads without weights").
+    """
+    from executorch.backends.mlx.builder.program_builder import MLXProgramBuilder
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+    from torchao.quantization.quantize_.workflows.intx import intx_unpacked_to_int8_tensor
+    from transformers import PreTrainedModel
+
+    load = PreTrainedModel.from_pretrained.__func__
+
+    def load_zero_weights(model_class, _checkpoint_dir: str, *args: Any, config, **kwargs: Any):
+        dtype = kwargs.get("dtype", kwargs.get("torch_dtype"))
+        weights = {k: zero_pages(v.shape, v.dtype) for k, v in checkpoint_tensors(config, dtype).items()}
+        return load(model_class, None, *args, config=config, state_dict=weights, **kwargs)
+
+    with mock.patch.object(PreTrainedModel, "from_pretrained", classmethod(load_zero_weights)), \
+            mock.patch.object(intx_unpacked_to_int8_tensor, "_choose_qparams_and_quantize_scale_only_hqq",
+                              hqq_shapes_only), \
+            mock.patch.object(MLXProgramBuilder, "get_named_data_store", lambda builder: NamedDataStore()):
+        yield
 
 
 # ---------------------------------------------------------------------------
@@ -373,8 +442,11 @@ def describe_export(pte_path: pathlib.Path, model_dir: pathlib.Path, source: str
 
 def export(out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_len: int,
            prefill_chunk: Optional[int], config: Optional[str] = None, model_dir: Optional[pathlib.Path] = None,
-           work_dir: Optional[pathlib.Path] = None) -> Dict[str, Any]:
-    """Export one model; writes out, config.json, tokenizer files and generation.json next to it."""
+           work_dir: Optional[pathlib.Path] = None, weightless: bool = False) -> Dict[str, Any]:
+    """Export one model; writes out, config.json, tokenizer files and generation.json next to it.
+
+    weightless: the program without its weights (`weights_untouched`): a random config's checkpoint is its
+    config.json alone, and the .pte holds no named data."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     prefill_chunk = prefill_chunk or min(DEFAULT_PREFILL_CHUNK, max_seq_len)
@@ -382,14 +454,18 @@ def export(out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_l
     try:
         if config is not None:
             scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"wgml_{config}_", dir=work_dir))
-            t0 = time.monotonic()
-            write_random_checkpoint(config, scratch)
-            print(f"[export_llm] random checkpoint {config} in {time.monotonic() - t0:.1f} s", flush=True)
+            if weightless:
+                make_hf_config(CONFIGS[config]).save_pretrained(str(scratch))
+            else:
+                t0 = time.monotonic()
+                write_random_checkpoint(config, scratch)
+                print(f"[export_llm] random checkpoint {config} in {time.monotonic() - t0:.1f} s", flush=True)
             model_dir, source, tok_src = scratch, f"config:{config}", CONFIGS[config].tokenizer_dir
         else:
             source, tok_src = f"model-dir:{model_dir.name}", model_dir
         args = exporter_args(model_dir, out, dtype, quant, group_size, max_seq_len, prefill_chunk)
-        seconds = run_exporter(args)
+        with weights_untouched() if weightless else contextlib.nullcontext():
+            seconds = run_exporter(args)
         print(f"[export_llm] exported {out} ({out.stat().st_size} bytes) in {seconds:.1f} s", flush=True)
         shutil.copyfile(model_dir / "config.json", out.parent / "config.json")
         tok_files = copy_tokenizer(tok_src, out.parent)
@@ -400,6 +476,21 @@ def export(out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_l
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def export_payload(payload_out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_len: int,
+                   prefill_chunk: Optional[int], config: Optional[str] = None,
+                   model_dir: Optional[pathlib.Path] = None, work_dir: Optional[pathlib.Path] = None) -> Dict[str, Any]:
+    """The MLX delegate payload (.mlxg, what `llm_decode --extract` takes out of a .pte) of a weightless export."""
+    with tempfile.TemporaryDirectory(prefix="wgml_payload_", dir=work_dir) as tmp:
+        pte = pathlib.Path(tmp) / "model.pte"
+        info = export(pte, dtype, quant, group_size, max_seq_len, prefill_chunk, config=config, model_dir=model_dir,
+                      work_dir=work_dir, weightless=True)
+        _, payload, _ = ptefx.inspect_pte(pte.read_bytes())
+    payload_out.parent.mkdir(parents=True, exist_ok=True)
+    payload_out.write_bytes(payload)
+    print(f"[export_llm] payload {payload_out} ({len(payload)} bytes)", flush=True)
+    return info
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -415,14 +506,25 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="KV-cache length (default: 128 for tiny configs, 2048 otherwise)")
     ap.add_argument("--prefill-chunk", type=int, default=None,
                     help="most tokens one call takes (default: min(512, max-seq-len))")
-    ap.add_argument("--out", type=pathlib.Path, required=True, help="output .pte")
+    dst = ap.add_mutually_exclusive_group(required=True)
+    dst.add_argument("--out", type=pathlib.Path, help="output .pte")
+    dst.add_argument("--payload-only", type=pathlib.Path, metavar="OUT.mlxg",
+                     help="write only the MLX delegate payload, exported without weights (none is read, drawn, "
+                          "quantised or stored): an 8B program in a few GB of memory")
     ap.add_argument("--work-dir", type=pathlib.Path, default=None, help="where random checkpoints are written")
     ap.add_argument("--reference", action="store_true",
                     help="also write reference.json and the decode-step .npy files (tools/llm/make_references.py)")
     args = ap.parse_args(argv)
     max_seq_len = args.max_seq_len or (CONFIGS[args.config].max_seq_len if args.config else 2048)
-    info = export(args.out, args.dtype, args.quant, args.group_size, max_seq_len, args.prefill_chunk,
-                  config=args.config, model_dir=args.model_dir, work_dir=args.work_dir)
+    if args.payload_only and args.reference:
+        ap.error("--reference needs the weights: not with --payload-only")
+    if args.payload_only:
+        info = export_payload(args.payload_only, args.dtype, args.quant, args.group_size, max_seq_len,
+                              args.prefill_chunk, config=args.config, model_dir=args.model_dir,
+                              work_dir=args.work_dir)
+    else:
+        info = export(args.out, args.dtype, args.quant, args.group_size, max_seq_len, args.prefill_chunk,
+                      config=args.config, model_dir=args.model_dir, work_dir=args.work_dir)
     for ch in info["mlx"]["chains"]:
         print(f"  chain {ch['index']} ({ch['role']}): {ch['node_histogram']}")
     if args.reference:
