@@ -233,12 +233,14 @@ def run_exporter(args: Dict[str, Any]) -> float:
 
 
 def zero_pages(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-    """Zeros on a fresh anonymous mapping: reads see the kernel's shared zero page, so the pages nothing writes
-    take no memory (an 8B model's 16 GB of bf16 weights cost nothing while only their shapes are used)."""
+    """Zeros on a fresh private anonymous mapping: reads see the kernel's shared zero page, so the pages nothing
+    writes take no memory (an 8B model's 16 GB of bf16 weights cost nothing while only their shapes are used).
+    Private, not Python's default shared mapping: a shared one is shmem, where reading a page allocates it."""
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes == 0:
         return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
+    pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return torch.frombuffer(pages, dtype=dtype).reshape(shape)
 
 
 def hqq_shapes_only(hp_tensor: torch.Tensor, block_size: List[int], qmin: int, qmax: int, **_: Any):
