@@ -232,23 +232,40 @@ def run_exporter(args: Dict[str, Any]) -> float:
 # ---------------------------------------------------------------------------
 
 
-def zero_pages(shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-    """Zeros on a fresh private anonymous mapping: reads see the kernel's shared zero page, so the pages nothing
-    writes take no memory (an 8B model's 16 GB of bf16 weights cost nothing while only their shapes are used).
-    Private, not Python's default shared mapping: a shared one is shmem, where reading a page allocates it."""
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes == 0:
-        return torch.empty(shape, dtype=dtype)
-    pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    return torch.frombuffer(pages, dtype=dtype).reshape(shape)
+class ZeroPages:
+    """Tensors of zeros on fresh private anonymous mappings: reads see the kernel's shared zero page, so the pages
+    nothing writes take no memory (an 8B model's 16 GB of bf16 weights cost nothing while only their shapes are
+    used). Private, not Python's default shared mapping: a shared one is shmem, where reading a page allocates it.
 
+    It keeps every mapping it made, so that an address names one of them for as long as it lives: `owns` tells its
+    tensors from any other, and `copy` gives a copy of one (zeros again) without writing a page."""
 
-def hqq_shapes_only(hp_tensor: torch.Tensor, block_size: List[int], qmin: int, qmax: int, **_: Any):
-    """torchao's `_choose_qparams_and_quantize_scale_only_hqq` without the search (20 passes over each weight,
-    the 1B's 5 minutes): zero qdata and scales of the shapes and dtypes it returns. qdata comes as the int8 that
-    `IntxUnpackedToInt8Tensor.from_hp` casts the real int32 result to, so that cast copies nothing."""
-    rows, cols = hp_tensor.shape
-    return zero_pages((rows, cols), torch.int8), zero_pages((rows, cols // block_size[1]), hp_tensor.dtype)
+    def __init__(self) -> None:
+        self._mappings: Dict[int, mmap.mmap] = {}
+
+    def tensor(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes == 0:
+            return torch.empty(shape, dtype=dtype)
+        pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        flat = torch.frombuffer(pages, dtype=dtype)
+        self._mappings[flat.data_ptr()] = pages
+        return flat.reshape(shape)
+
+    def owns(self, t: torch.Tensor) -> bool:
+        return type(t) in (torch.Tensor, torch.nn.Parameter) and t.untyped_storage().data_ptr() in self._mappings
+
+    def copy(self, t: torch.Tensor) -> torch.Tensor:
+        """t's values (zeros) with t's size, strides and storage offset, on new pages."""
+        storage = self.tensor((t.untyped_storage().nbytes() // t.element_size(),), t.dtype)
+        return storage.as_strided(t.size(), t.stride(), t.storage_offset())
+
+    def hqq_shapes_only(self, hp_tensor: torch.Tensor, block_size: List[int], qmin: int, qmax: int, **_: Any):
+        """torchao's `_choose_qparams_and_quantize_scale_only_hqq` without the search (20 passes over each
+        weight, the 1B's 5 minutes): zero qdata and scales of the shapes and dtypes it returns. qdata comes as the
+        int8 that `IntxUnpackedToInt8Tensor.from_hp` casts the real int32 result to, so that cast copies nothing."""
+        rows, cols = hp_tensor.shape
+        return self.tensor((rows, cols), torch.int8), self.tensor((rows, cols // block_size[1]), hp_tensor.dtype)
 
 
 @contextlib.contextmanager
@@ -257,9 +274,11 @@ def weights_untouched():
 
     - `AutoModelForCausalLM.from_pretrained(DIR, ...)` reads DIR's config as ever, and the model class's
       `from_pretrained(DIR, config=...)` it then calls becomes `from_pretrained(None, config=...,
-      state_dict=<zero_pages of every checkpoint tensor>)`: the same loading code, handed tensors of the
-      checkpoint's names and shapes (in the load dtype) instead of the safetensors files, which need not exist;
-    - the 4-bit quantisation's scale search is `hqq_shapes_only`;
+      state_dict=<ZeroPages tensors of the checkpoint's names and shapes, in the load dtype>)`: the same loading
+      code, handed these instead of the safetensors files, which need not exist;
+    - the 4-bit quantisation's scale search is `ZeroPages.hqq_shapes_only`;
+    - Dynamo's `clone_input`, with which torch.export keeps a copy of every parameter it traces (as much memory
+      again as the weights), copies ZeroPages tensors as ZeroPages;
     - the MLX backend's named data store (the weight bytes of the .pte) stays empty.
 
     The payload depends on the graph, the tensors' metadata and whether the zero points are all zero (they are,
@@ -268,19 +287,33 @@ def weights_untouched():
     """
     from executorch.backends.mlx.builder.program_builder import MLXProgramBuilder
     from executorch.exir._serialize._named_data_store import NamedDataStore
+    from torch._dynamo.utils import copy_dynamo_tensor_attributes
+    from torch._dynamo.variables import builder as dynamo_builder
     from torchao.quantization.quantize_.workflows.intx import intx_unpacked_to_int8_tensor
     from transformers import PreTrainedModel
 
+    pages = ZeroPages()
     load = PreTrainedModel.from_pretrained.__func__
+    clone_input = dynamo_builder.clone_input
 
     def load_zero_weights(model_class, _checkpoint_dir: str, *args: Any, config, **kwargs: Any):
         dtype = kwargs.get("dtype", kwargs.get("torch_dtype"))
-        weights = {k: zero_pages(v.shape, v.dtype) for k, v in checkpoint_tensors(config, dtype).items()}
+        weights = {k: pages.tensor(v.shape, v.dtype) for k, v in checkpoint_tensors(config, dtype).items()}
         return load(model_class, None, *args, config=config, state_dict=weights, **kwargs)
+
+    def clone_zero_pages(x: torch.Tensor, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        if dtype is not None or not pages.owns(x):
+            return clone_input(x, dtype=dtype)
+        copy = pages.copy(x)
+        if x.is_leaf:
+            copy.requires_grad_(x.requires_grad)
+        copy_dynamo_tensor_attributes(x, copy)
+        return copy
 
     with mock.patch.object(PreTrainedModel, "from_pretrained", classmethod(load_zero_weights)), \
             mock.patch.object(intx_unpacked_to_int8_tensor, "_choose_qparams_and_quantize_scale_only_hqq",
-                              hqq_shapes_only), \
+                              pages.hqq_shapes_only), \
+            mock.patch.object(dynamo_builder, "clone_input", clone_zero_pages), \
             mock.patch.object(MLXProgramBuilder, "get_named_data_store", lambda builder: NamedDataStore()):
         yield
 
