@@ -26,11 +26,17 @@ Next to --out it writes:
                          arguments and versions
 and with --reference also reference.json and the decode-step .npy files (tools/llm/make_references.py).
 
+--payload-only OUT.mlxg instead of --out writes only the MLX delegate payload (what `llm_decode --extract` takes
+out of a .pte): the same export with no weight read, drawn, quantised or stored (`weights_untouched`), so an 8B
+program takes a few GB of memory. For llama-1b it is byte-identical to the real exports' payloads.
+
 Environment: /work/venv-export as in docs/llm-export.md (executorch 1.5.1, torch 2.14.1, transformers 5.3.0).
 Usage:
   python tools/export_llm.py --config tiny-llama --dtype fp32 --quant none --out /tmp/tiny/model.pte --reference
   python tools/export_llm.py --model-dir ~/Llama-3.2-1B-Instruct --dtype bf16 --quant 4w --max-seq-len 2048 \\
       --out llama1b/model.pte
+  python tools/export_llm.py --config llama-8b --dtype bf16 --quant 4w \
+      --payload-only bench/llm_decode/programs/llama-8b-bf16-4w.mlxg
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 from unittest import mock
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -277,8 +283,9 @@ def weights_untouched():
       state_dict=<ZeroPages tensors of the checkpoint's names and shapes, in the load dtype>)`: the same loading
       code, handed these instead of the safetensors files, which need not exist;
     - the 4-bit quantisation's scale search is `ZeroPages.hqq_shapes_only`;
-    - Dynamo's `clone_input`, with which torch.export keeps a copy of every parameter it traces (as much memory
-      again as the weights), copies ZeroPages tensors as ZeroPages;
+    - copies that would write every weight again copy ZeroPages tensors as ZeroPages: Dynamo's `clone_input`
+      (torch.export keeps a copy of every parameter it traces) and `copy.deepcopy` of tensors and parameters
+      (ExecuTorch's `BackendDetails.copy_exported_program_for_preprocess` deep-copies the program it lowers);
     - the MLX backend's named data store (the weight bytes of the .pte) stays empty.
 
     The payload depends on the graph, the tensors' metadata and whether the zero points are all zero (they are,
@@ -310,10 +317,23 @@ def weights_untouched():
         copy_dynamo_tensor_attributes(x, copy)
         return copy
 
+    def deepcopy_zero_pages(cls: type) -> Callable:
+        deepcopy = cls.__deepcopy__
+
+        def copy_of(t: torch.Tensor, memo: Dict[int, Any]) -> torch.Tensor:
+            if id(t) in memo or not pages.owns(t):
+                return deepcopy(t, memo)
+            copy = pages.copy(t).requires_grad_(t.requires_grad)
+            memo[id(t)] = copy if cls is torch.Tensor else cls(copy, t.requires_grad)
+            return memo[id(t)]
+        return copy_of
+
     with mock.patch.object(PreTrainedModel, "from_pretrained", classmethod(load_zero_weights)), \
             mock.patch.object(intx_unpacked_to_int8_tensor, "_choose_qparams_and_quantize_scale_only_hqq",
                               pages.hqq_shapes_only), \
             mock.patch.object(dynamo_builder, "clone_input", clone_zero_pages), \
+            mock.patch.object(torch.Tensor, "__deepcopy__", deepcopy_zero_pages(torch.Tensor)), \
+            mock.patch.object(torch.nn.Parameter, "__deepcopy__", deepcopy_zero_pages(torch.nn.Parameter)), \
             mock.patch.object(MLXProgramBuilder, "get_named_data_store", lambda builder: NamedDataStore()):
         yield
 
