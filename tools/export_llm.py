@@ -284,7 +284,8 @@ def weights_untouched():
       code, handed these instead of the safetensors files, which need not exist;
     - the 4-bit quantisation's scale search is `ZeroPages.hqq_shapes_only`;
     - copies that would write every weight again copy ZeroPages tensors as ZeroPages: Dynamo's `clone_input`
-      (torch.export keeps a copy of every parameter it traces) and `copy.deepcopy` of tensors and parameters
+      (torch.export keeps a copy of every parameter it traces, and of every quantised weight's parts) and
+      `copy.deepcopy` of tensors and parameters
       (ExecuTorch's `BackendDetails.copy_exported_program_for_preprocess` deep-copies the program it lowers);
     - the MLX backend's named data store (the weight bytes of the .pte) stays empty.
 
@@ -296,6 +297,7 @@ def weights_untouched():
     from executorch.exir._serialize._named_data_store import NamedDataStore
     from torch._dynamo.utils import copy_dynamo_tensor_attributes
     from torch._dynamo.variables import builder as dynamo_builder
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
     from torchao.quantization.quantize_.workflows.intx import intx_unpacked_to_int8_tensor
     from transformers import PreTrainedModel
 
@@ -309,9 +311,16 @@ def weights_untouched():
         return load(model_class, None, *args, config=config, state_dict=weights, **kwargs)
 
     def clone_zero_pages(x: torch.Tensor, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-        if dtype is not None or not pages.owns(x):
+        if dtype is not None:
             return clone_input(x, dtype=dtype)
-        copy = pages.copy(x)
+        if is_traceable_wrapper_subclass(x):  # a quantised weight: its qdata and scales are ZeroPages
+            names, context = x.__tensor_flatten__()
+            inner = {name: clone_zero_pages(getattr(x, name)) for name in names}
+            copy = type(x).__tensor_unflatten__(inner, context, x.size(), x.stride())
+        elif pages.owns(x):
+            copy = pages.copy(x)
+        else:
+            return clone_input(x)
         if x.is_leaf:
             copy.requires_grad_(x.requires_grad)
         copy_dynamo_tensor_attributes(x, copy)
