@@ -35,7 +35,7 @@ Usage:
   python tools/export_llm.py --config tiny-llama --dtype fp32 --quant none --out /tmp/tiny/model.pte --reference
   python tools/export_llm.py --model-dir ~/Llama-3.2-1B-Instruct --dtype bf16 --quant 4w --max-seq-len 2048 \\
       --out llama1b/model.pte
-  python tools/export_llm.py --config llama-8b --dtype bf16 --quant 4w \
+  python tools/export_llm.py --config llama-8b --dtype bf16 --quant 4w \\
       --payload-only bench/llm_decode/programs/llama-8b-bf16-4w.mlxg
 """
 
@@ -285,8 +285,8 @@ def weights_untouched():
     - the 4-bit quantisation's scale search is `ZeroPages.hqq_shapes_only`;
     - copies that would write every weight again copy ZeroPages tensors as ZeroPages: Dynamo's `clone_input`
       (torch.export keeps a copy of every parameter it traces, and of every quantised weight's parts) and
-      `copy.deepcopy` of tensors and parameters
-      (ExecuTorch's `BackendDetails.copy_exported_program_for_preprocess` deep-copies the program it lowers);
+      `copy.deepcopy` of tensors and parameters (ExecuTorch's `BackendDetails.copy_exported_program_for_preprocess`
+      deep-copies the program it lowers). Exact, because nothing writes these weights: quantisation replaces them;
     - the MLX backend's named data store (the weight bytes of the .pte) stays empty.
 
     The payload depends on the graph, the tensors' metadata and whether the zero points are all zero (they are,
