@@ -2,11 +2,7 @@
 # One H200 call: where a decode step's host time goes (gperftools CPU profile of llm_decode).
 # Arguments: PROGRAM:DISPATCHES_PER_SUBMIT ...
 set -u
-K=build-h200kit
-for f in $K/*.deb; do dpkg -x $f / ; done
-cp $K/libwgpu_native-release.so /usr/local/lib/ && ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json WGML_KERNELS_DIR=$PWD/kernels LD_LIBRARY_PATH=$PWD/$K
-P=bench/llm_decode/programs
+. "$(dirname "$0")/setup.sh"
 LIB=$(ls /usr/lib/x86_64-linux-gnu/libprofiler.so* | head -1)
 for a in "$@"; do
   m=${a%%:*}; n=${a##*:}
