@@ -26,25 +26,35 @@ Next to --out it writes:
                          arguments and versions
 and with --reference also reference.json and the decode-step .npy files (tools/llm/make_references.py).
 
+--payload-only OUT.mlxg instead of --out writes only the MLX delegate payload (what `llm_decode --extract` takes
+out of a .pte): the same export with no weight read, drawn, quantised or stored (`weights_untouched`), so an 8B
+program takes a few GB of memory. For llama-1b it is byte-identical to the real exports' payloads.
+
 Environment: /work/venv-export as in docs/llm-export.md (executorch 1.5.1, torch 2.14.1, transformers 5.3.0).
 Usage:
   python tools/export_llm.py --config tiny-llama --dtype fp32 --quant none --out /tmp/tiny/model.pte --reference
   python tools/export_llm.py --model-dir ~/Llama-3.2-1B-Instruct --dtype bf16 --quant 4w --max-seq-len 2048 \\
       --out llama1b/model.pte
+  python tools/export_llm.py --config llama-8b --dtype bf16 --quant 4w \\
+      --payload-only bench/llm_decode/programs/llama-8b-bf16-4w.mlxg
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import math
+import mmap
 import pathlib
 import shutil
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
+from unittest import mock
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tools" / "fixtures"))
@@ -149,21 +159,30 @@ def make_hf_config(rc: RandomConfig):
     return cfg
 
 
+def checkpoint_tensors(cfg, dtype: Optional[torch.dtype] = None) -> Dict[str, torch.Tensor]:
+    """The tensors a checkpoint of this config holds, on the meta device (names, shapes, dtypes; no data): the
+    model's state_dict less a tied lm_head, which a checkpoint leaves out as save_pretrained does."""
+    import transformers
+
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+    tensors = dict(model.state_dict())
+    if cfg.get_text_config().tie_word_embeddings:
+        tensors.pop("lm_head.weight", None)
+    return tensors
+
+
 def write_random_checkpoint(name: str, out_dir: pathlib.Path) -> None:
     """A Hugging Face checkpoint directory (config.json + safetensors shards) with seeded random weights.
 
     Parameter names and shapes come from the architecture built on the meta device; values are drawn one tensor
     at a time in state_dict order, so memory stays at one shard and the result depends only on the seed.
     """
-    import transformers
     from safetensors.torch import save_file
 
     rc = CONFIGS[name]
     cfg = make_hf_config(rc)
-    with torch.device("meta"):
-        shapes = {k: tuple(v.shape) for k, v in getattr(transformers, rc.architecture)(cfg).state_dict().items()}
-    if cfg.tie_word_embeddings:
-        shapes.pop("lm_head.weight", None)
+    shapes = {k: tuple(v.shape) for k, v in checkpoint_tensors(cfg).items()}
     gen = torch.Generator().manual_seed(rc.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     shards: List[Dict[str, torch.Tensor]] = [{}]
@@ -212,6 +231,120 @@ def run_exporter(args: Dict[str, Any]) -> float:
     t0 = time.monotonic()
     export_llama_hf(**args)
     return time.monotonic() - t0
+
+
+# ---------------------------------------------------------------------------
+# Exporting without weights (--payload-only)
+# ---------------------------------------------------------------------------
+
+
+class ZeroPages:
+    """Tensors of zeros on fresh private anonymous mappings: reads see the kernel's shared zero page, so the pages
+    nothing writes take no memory (an 8B model's 16 GB of bf16 weights cost nothing while only their shapes are
+    used). Private, not Python's default shared mapping: a shared one is shmem, where reading a page allocates it.
+
+    It keeps every mapping it made, so that an address names one of them for as long as it lives: `owns` tells its
+    tensors from any other, and `copy` gives a copy of one (zeros again) without writing a page."""
+
+    def __init__(self) -> None:
+        self._mappings: Dict[int, mmap.mmap] = {}
+
+    def tensor(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes == 0:
+            return torch.empty(shape, dtype=dtype)
+        pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        flat = torch.frombuffer(pages, dtype=dtype)
+        self._mappings[flat.data_ptr()] = pages
+        return flat.reshape(shape)
+
+    def owns(self, t: torch.Tensor) -> bool:
+        return type(t) in (torch.Tensor, torch.nn.Parameter) and t.untyped_storage().data_ptr() in self._mappings
+
+    def copy(self, t: torch.Tensor) -> torch.Tensor:
+        """t's values (zeros) with t's size, strides and storage offset, on new pages."""
+        storage = self.tensor((t.untyped_storage().nbytes() // t.element_size(),), t.dtype)
+        return storage.as_strided(t.size(), t.stride(), t.storage_offset())
+
+    def hqq_shapes_only(self, hp_tensor: torch.Tensor, block_size: List[int], qmin: int, qmax: int, **_: Any):
+        """torchao's `_choose_qparams_and_quantize_scale_only_hqq` without the search (20 passes over each
+        weight, the 1B's 5 minutes): zero qdata and scales of the shapes and dtypes it returns. qdata comes as the
+        int8 that `IntxUnpackedToInt8Tensor.from_hp` casts the real int32 result to, so that cast copies nothing."""
+        rows, cols = hp_tensor.shape
+        return self.tensor((rows, cols), torch.int8), self.tensor((rows, cols // block_size[1]), hp_tensor.dtype)
+
+
+@contextlib.contextmanager
+def weights_untouched():
+    """Within it, export_llama_hf runs as it is, except that no weight is read, computed or stored:
+
+    - `AutoModelForCausalLM.from_pretrained(DIR, ...)` reads DIR's config as ever, and the model class's
+      `from_pretrained(DIR, config=...)` it then calls becomes `from_pretrained(None, config=...,
+      state_dict=<ZeroPages tensors of the checkpoint's names and shapes, in the load dtype>)`: the same loading
+      code, handed these instead of the safetensors files, which need not exist;
+    - the 4-bit quantisation's scale search is `ZeroPages.hqq_shapes_only`;
+    - copies that would write every weight again copy ZeroPages tensors as ZeroPages: Dynamo's `clone_input`
+      (torch.export keeps a copy of every parameter it traces, and of every quantised weight's parts) and
+      `copy.deepcopy` of tensors and parameters (ExecuTorch's `BackendDetails.copy_exported_program_for_preprocess`
+      deep-copies the program it lowers). Exact, because nothing writes these weights: quantisation replaces them;
+    - the MLX backend's named data store (the weight bytes of the .pte) stays empty.
+
+    The payload depends on the graph, the tensors' metadata and whether the zero points are all zero (they are,
+    for the symmetric int4 scheme, from torchao itself), so it comes out as the real export's: checked byte for byte
+    against the llama-1b exports (docs/llm-export.md, "Payloads without weights").
+    """
+    from executorch.backends.mlx.builder.program_builder import MLXProgramBuilder
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+    from torch._dynamo.utils import copy_dynamo_tensor_attributes
+    from torch._dynamo.variables import builder as dynamo_builder
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+    from torchao.quantization.quantize_.workflows.intx import intx_unpacked_to_int8_tensor
+    from transformers import PreTrainedModel
+
+    pages = ZeroPages()
+    load = PreTrainedModel.from_pretrained.__func__
+    clone_input = dynamo_builder.clone_input
+
+    def load_zero_weights(model_class, _checkpoint_dir: str, *args: Any, config, **kwargs: Any):
+        dtype = kwargs.get("dtype", kwargs.get("torch_dtype"))
+        weights = {k: pages.tensor(v.shape, v.dtype) for k, v in checkpoint_tensors(config, dtype).items()}
+        return load(model_class, None, *args, config=config, state_dict=weights, **kwargs)
+
+    def clone_zero_pages(x: torch.Tensor, *, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        if dtype is not None:
+            return clone_input(x, dtype=dtype)
+        if is_traceable_wrapper_subclass(x):  # a quantised weight: its qdata and scales are ZeroPages
+            names, context = x.__tensor_flatten__()
+            inner = {name: clone_zero_pages(getattr(x, name)) for name in names}
+            copy = type(x).__tensor_unflatten__(inner, context, x.size(), x.stride())
+        elif pages.owns(x):
+            copy = pages.copy(x)
+        else:
+            return clone_input(x)
+        if x.is_leaf:
+            copy.requires_grad_(x.requires_grad)
+        copy_dynamo_tensor_attributes(x, copy)
+        return copy
+
+    def deepcopy_zero_pages(cls: type) -> Callable:
+        deepcopy = cls.__deepcopy__
+
+        def copy_of(t: torch.Tensor, memo: Dict[int, Any]) -> torch.Tensor:
+            if id(t) in memo or not pages.owns(t):
+                return deepcopy(t, memo)
+            copy = pages.copy(t).requires_grad_(t.requires_grad)
+            memo[id(t)] = copy if cls is torch.Tensor else cls(copy, t.requires_grad)
+            return memo[id(t)]
+        return copy_of
+
+    with mock.patch.object(PreTrainedModel, "from_pretrained", classmethod(load_zero_weights)), \
+            mock.patch.object(intx_unpacked_to_int8_tensor, "_choose_qparams_and_quantize_scale_only_hqq",
+                              pages.hqq_shapes_only), \
+            mock.patch.object(dynamo_builder, "clone_input", clone_zero_pages), \
+            mock.patch.object(torch.Tensor, "__deepcopy__", deepcopy_zero_pages(torch.Tensor)), \
+            mock.patch.object(torch.nn.Parameter, "__deepcopy__", deepcopy_zero_pages(torch.nn.Parameter)), \
+            mock.patch.object(MLXProgramBuilder, "get_named_data_store", lambda builder: NamedDataStore()):
+        yield
 
 
 # ---------------------------------------------------------------------------
@@ -373,8 +506,11 @@ def describe_export(pte_path: pathlib.Path, model_dir: pathlib.Path, source: str
 
 def export(out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_len: int,
            prefill_chunk: Optional[int], config: Optional[str] = None, model_dir: Optional[pathlib.Path] = None,
-           work_dir: Optional[pathlib.Path] = None) -> Dict[str, Any]:
-    """Export one model; writes out, config.json, tokenizer files and generation.json next to it."""
+           work_dir: Optional[pathlib.Path] = None, weightless: bool = False) -> Dict[str, Any]:
+    """Export one model; writes out, config.json, tokenizer files and generation.json next to it.
+
+    weightless: the program without its weights (`weights_untouched`): a random config's checkpoint is its
+    config.json alone, and the .pte holds no named data."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     prefill_chunk = prefill_chunk or min(DEFAULT_PREFILL_CHUNK, max_seq_len)
@@ -382,14 +518,18 @@ def export(out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_l
     try:
         if config is not None:
             scratch = pathlib.Path(tempfile.mkdtemp(prefix=f"wgml_{config}_", dir=work_dir))
-            t0 = time.monotonic()
-            write_random_checkpoint(config, scratch)
-            print(f"[export_llm] random checkpoint {config} in {time.monotonic() - t0:.1f} s", flush=True)
+            if weightless:
+                make_hf_config(CONFIGS[config]).save_pretrained(str(scratch))
+            else:
+                t0 = time.monotonic()
+                write_random_checkpoint(config, scratch)
+                print(f"[export_llm] random checkpoint {config} in {time.monotonic() - t0:.1f} s", flush=True)
             model_dir, source, tok_src = scratch, f"config:{config}", CONFIGS[config].tokenizer_dir
         else:
             source, tok_src = f"model-dir:{model_dir.name}", model_dir
         args = exporter_args(model_dir, out, dtype, quant, group_size, max_seq_len, prefill_chunk)
-        seconds = run_exporter(args)
+        with weights_untouched() if weightless else contextlib.nullcontext():
+            seconds = run_exporter(args)
         print(f"[export_llm] exported {out} ({out.stat().st_size} bytes) in {seconds:.1f} s", flush=True)
         shutil.copyfile(model_dir / "config.json", out.parent / "config.json")
         tok_files = copy_tokenizer(tok_src, out.parent)
@@ -400,6 +540,21 @@ def export(out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_l
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def export_payload(payload_out: pathlib.Path, dtype: str, quant: str, group_size: int, max_seq_len: int,
+                   prefill_chunk: Optional[int], config: Optional[str] = None,
+                   model_dir: Optional[pathlib.Path] = None, work_dir: Optional[pathlib.Path] = None) -> Dict[str, Any]:
+    """The MLX delegate payload (.mlxg, what `llm_decode --extract` takes out of a .pte) of a weightless export."""
+    with tempfile.TemporaryDirectory(prefix="wgml_payload_", dir=work_dir) as tmp:
+        pte = pathlib.Path(tmp) / "model.pte"
+        info = export(pte, dtype, quant, group_size, max_seq_len, prefill_chunk, config=config, model_dir=model_dir,
+                      work_dir=work_dir, weightless=True)
+        _, payload, _ = ptefx.inspect_pte(pte.read_bytes())
+    payload_out.parent.mkdir(parents=True, exist_ok=True)
+    payload_out.write_bytes(payload)
+    print(f"[export_llm] payload {payload_out} ({len(payload)} bytes)", flush=True)
+    return info
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -415,14 +570,25 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="KV-cache length (default: 128 for tiny configs, 2048 otherwise)")
     ap.add_argument("--prefill-chunk", type=int, default=None,
                     help="most tokens one call takes (default: min(512, max-seq-len))")
-    ap.add_argument("--out", type=pathlib.Path, required=True, help="output .pte")
+    dst = ap.add_mutually_exclusive_group(required=True)
+    dst.add_argument("--out", type=pathlib.Path, help="output .pte")
+    dst.add_argument("--payload-only", type=pathlib.Path, metavar="OUT.mlxg",
+                     help="write only the MLX delegate payload, exported without weights (none is read, drawn, "
+                          "quantised or stored): an 8B program in a few GB of memory")
     ap.add_argument("--work-dir", type=pathlib.Path, default=None, help="where random checkpoints are written")
     ap.add_argument("--reference", action="store_true",
                     help="also write reference.json and the decode-step .npy files (tools/llm/make_references.py)")
     args = ap.parse_args(argv)
     max_seq_len = args.max_seq_len or (CONFIGS[args.config].max_seq_len if args.config else 2048)
-    info = export(args.out, args.dtype, args.quant, args.group_size, max_seq_len, args.prefill_chunk,
-                  config=args.config, model_dir=args.model_dir, work_dir=args.work_dir)
+    if args.payload_only and args.reference:
+        ap.error("--reference needs the weights: not with --payload-only")
+    if args.payload_only:
+        info = export_payload(args.payload_only, args.dtype, args.quant, args.group_size, max_seq_len,
+                              args.prefill_chunk, config=args.config, model_dir=args.model_dir,
+                              work_dir=args.work_dir)
+    else:
+        info = export(args.out, args.dtype, args.quant, args.group_size, max_seq_len, args.prefill_chunk,
+                      config=args.config, model_dir=args.model_dir, work_dir=args.work_dir)
     for ch in info["mlx"]["chains"]:
         print(f"  chain {ch['index']} ({ch['role']}): {ch['node_histogram']}")
     if args.reference:

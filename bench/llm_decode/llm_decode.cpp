@@ -67,6 +67,7 @@ struct Options {
   uint64_t seed = 1;
   uint64_t copy_mib = 256;
   std::vector<std::string> tunables;
+  uint32_t dispatches_per_submit = 0;
 };
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -74,7 +75,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 const char* const kUsage =
     "usage: llm_decode PROGRAM.mlxg [--device webgpu|cpu] [--adapter SEL] [--past 1024] [--steps 64] [--warmup 4]\n"
     "                  [--json OUT] [--profile] [--constants FILE.safetensors] [--seed N] [--copy-mib 256]\n"
-    "                  [--tunable Op.NAME=V ...]\n"
+    "                  [--tunable Op.NAME=V ...] [--dispatches-per-submit N]\n"
     "       llm_decode --extract MODEL.pte OUT.mlxg\n"
     "       llm_decode --list PROGRAM.mlxg\n";
 
@@ -113,6 +114,8 @@ Options parse(int argc, char** argv) {
       o.copy_mib = std::stoull(value);
     else if (flag == "--tunable")
       o.tunables.push_back(value);
+    else if (flag == "--dispatches-per-submit")
+      o.dispatches_per_submit = static_cast<uint32_t>(std::stoul(value));
     else
       throw Error(ErrorCode::InvalidArgument, "unknown option " + flag);
   }
@@ -245,6 +248,7 @@ SessionOptions session_options(const Options& o, const std::string& constants_pa
   s.constants_path = constants_path;
   s.tunables = o.tunables;
   s.profile = profile;
+  s.dispatches_per_submit = o.dispatches_per_submit;
   return s;
 }
 
@@ -414,6 +418,7 @@ nlohmann::json result_json(const Options& o, const ConstantTotals& totals, doubl
   return {{"program", std::filesystem::path(o.program).filename().string()},
           {"device", run.device},
           {"past", o.past},
+          {"dispatches_per_submit", o.dispatches_per_submit},
           {"warmup_steps", o.warmup},
           {"steps", o.steps},
           {"positions", {run.first_position, run.last_position}},

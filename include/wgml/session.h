@@ -41,6 +41,10 @@ struct SessionOptions {
   // static tensor above the limit is refused at load, and a tensor computed larger at run time
   // fails that run, both with ErrorCode::ResourceLimit naming the tensor's node and its size.
   uint64_t max_memory_bytes = 0;
+  // webgpu: recorded work is submitted every this many dispatches, so that the GPU starts on a run
+  // while the host records the rest of it (docs/performance.md measures decode against it); 0: the
+  // backend's default.
+  uint32_t dispatches_per_submit = 0;
 };
 
 // Time spent per op kind, summed over the runs since the last call of Session::profile().

@@ -39,6 +39,7 @@ std::unique_ptr<runtime::Backend> make_backend(const SessionOptions& options) {
     gpu.tunables = options.tunables;
     gpu.tunables_file = options.tunables_file;
     gpu.profile = options.profile;
+    gpu.dispatches_per_submit = options.dispatches_per_submit;
     return std::make_unique<backend::webgpu::WebGpuBackend>(gpu);
   }
   throw Error(ErrorCode::InvalidArgument, "device \"" + options.device + "\": expected \"cpu\" or \"webgpu\"");

@@ -27,7 +27,10 @@ enum class SubmitPolicy {
 
 struct RecorderOptions {
   SubmitPolicy policy = SubmitPolicy::EveryNDispatches;
-  uint32_t dispatches_per_submit = 256;
+  // Small enough that the GPU starts on a decode step while the host records the rest of it, large
+  // enough that submits stay few (each costs wgpu tens of microseconds): docs/performance.md,
+  // "Submitting while recording".
+  uint32_t dispatches_per_submit = 64;
   uint64_t uniform_ring_bytes = 1 << 20;
   uint64_t readback_chunk_bytes = 64 << 20;  // staging used per step of a readback
 };

@@ -203,7 +203,8 @@ class SpecParser {
             {"onnx", "dtype", "rank", "shape", "optional", "list", "storage", "narrowing", "valueRange", "values", "description"},
             {"dtype"});
       else
-        r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "description"}, {"dtype"});
+        r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "storage", "description"},
+                {"dtype"});
       TensorSpec t;
       t.name = name;
       t.path = path;
@@ -220,6 +221,10 @@ class SpecParser {
       if (!t.narrowing.empty() && t.narrowing != "checked")
         r_.fail(Reader::child(path, "narrowing"), "the only narrowing is \"checked\", found \"" + t.narrowing + "\"");
       if (body.contains("valueRange")) value_range(body.at("valueRange"), Reader::child(path, "valueRange"), t);
+      // A packed output is written a whole u32 word per invocation (a storage conversion); a
+      // narrowing one would have nothing to check.
+      if (!inputs && !t.storage.empty() && t.storage != "packed")
+        r_.fail(Reader::child(path, "storage"), "an output's storage can only be \"packed\"");
       if (!t.storage.empty()) check_storage(t);
       if (body.contains("values")) host_values(body.at("values"), Reader::child(path, "values"), t);
       t.dtype_attribute = r_.string_or(body, "dtypeAttribute", path, "");

@@ -223,15 +223,32 @@ std::optional<Fusion> match_rope(const Matcher& m, size_t add_at, const ir::AddN
   return std::nullopt;
 }
 
-// out = Add(Addmm(a, b), r) with no bias and alpha 1, operands in either order: Addmm with bias r.
+// out = Add(QuantizedMatmul(x, w, scales, biases), r): the quantized product with addend r (its
+// spec's inputs by position: x, w, scales, biases, lhs_indices, rhs_indices, addend).
+ir::OnnxOp quantized_product_plus(const ir::QuantizedMatmulNode& qmm, Tid residual, Tid out) {
+  ir::OnnxOp op = fused_op("mlx", "QuantizedMatmul", {qmm.x, qmm.w, qmm.scales}, out);
+  op.inputs.insert(op.inputs.end(), {qmm.biases, std::nullopt, std::nullopt, residual});
+  op.attributes = {{"group_size", int64_t{qmm.group_size}},
+                   {"bits", int64_t{qmm.bits}},
+                   {"mode", qmm.mode},
+                   {"transpose", int64_t{qmm.transpose}}};
+  return op;
+}
+
+// out = Add(product, r), operands in either order, where product is an Addmm with no bias and
+// alpha 1 (then Addmm with bias r) or a QuantizedMatmul (then one with addend r).
 std::optional<Fusion> match_residual(const Matcher& m, size_t add_at, const ir::AddNode& add) {
   for (const auto& [product, residual] : {std::pair(add.a, add.b), std::pair(add.b, add.a)}) {
-    size_t mm_at = 0;
-    const auto* mm = m.sole_producer<ir::AddmmNode>(add_at, product, mm_at);
-    if (!mm || mm->bias || mm->alpha != 1.0f || residual.idx == product.idx) continue;
+    if (residual.idx == product.idx) continue;
+    size_t at = 0;
     Fusion f;
-    f.parts = {mm_at, add_at};
-    f.op = fused_op("mlx", "Addmm", {mm->mat1, mm->mat2, residual}, add.out);
+    if (const auto* mm = m.sole_producer<ir::AddmmNode>(add_at, product, at); mm && !mm->bias && mm->alpha == 1.0f)
+      f.op = fused_op("mlx", "Addmm", {mm->mat1, mm->mat2, residual}, add.out);
+    else if (const auto* qmm = m.sole_producer<ir::QuantizedMatmulNode>(add_at, product, at))
+      f.op = quantized_product_plus(*qmm, residual, add.out);
+    else
+      continue;
+    f.parts = {at, add_at};
     return f;
   }
   return std::nullopt;
@@ -320,7 +337,7 @@ FusionCounts fuse_instructions(ir::Program& p) {
       count = &counts.rotate_half;
       if (!f) {
         f = match_residual(m, i, *add);
-        count = &counts.residual_addmm;
+        count = &counts.residual_product;
       }
     }
     if (!f || !m.inputs_hold_until_last(f->parts)) continue;

@@ -10,8 +10,9 @@
 namespace wgml::runtime {
 
 struct FusionCounts {
-  size_t rotate_half = 0;      // x * cos + rotate_half(x) * sin (Hugging Face RoPE) -> wgml.RotateHalf
-  size_t residual_addmm = 0;   // Add(Addmm(a, b), r) -> mlx.Addmm with bias r
+  size_t rotate_half = 0;  // x * cos + rotate_half(x) * sin (Hugging Face RoPE) -> wgml.RotateHalf
+  size_t residual_product =
+      0;  // Add(Addmm(a, b) or QuantizedMatmul, r) -> mlx.Addmm with bias r, mlx.QuantizedMatmul with addend r
   size_t cache_attention = 0;  // Sdpa(q, Slice(k_cache, 0, n), Slice(v_cache, 0, n)) -> mlx.Sdpa up to n in place
 };
 

@@ -56,7 +56,7 @@ TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
   // Two layers: q and k rotated in each, the attention and MLP outputs added to the residual, one
   // attention over the prefixes of the layer's KV caches.
   EXPECT_EQ(counts.rotate_half, 4u);
-  EXPECT_EQ(counts.residual_addmm, 4u);
+  EXPECT_EQ(counts.residual_product, 4u);
   EXPECT_EQ(counts.cache_attention, 2u);
   const auto& main = p.chains[p.main_chain_idx].instructions;
   EXPECT_EQ(main.size(), before - 4 * 6 - 4 * 1 - 2 * 2);
@@ -135,10 +135,27 @@ TEST(Fusion, ResidualAddFusesIntoAddmmWithBias) {
   wgml::ir::Program p = program_of({instruction(wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{3}, std::nullopt, 1.0f, 1.0f}),
                                     instruction(wgml::ir::AddNode{Tid{2}, Tid{3}, Tid{4}})},
                                    {4});
-  EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_addmm, 1u);
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_product, 1u);
   EXPECT_EQ(names(p), std::vector<std::string>{"mlx.Addmm"});
   const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
   EXPECT_EQ(op.inputs.at(2)->idx, 2u);  // the residual is the bias
+}
+
+TEST(Fusion, ResidualAddFusesIntoAQuantizedMatmulAsItsAddend) {
+  wgml::ir::QuantizedMatmulNode qmm{Tid{0}, Tid{1}, Tid{5}, Tid{3}, Tid{6}, 32, 4, "affine", true};
+  wgml::ir::Program p = program_of({instruction(qmm), instruction(wgml::ir::AddNode{Tid{3}, Tid{2}, Tid{4}})}, {4});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_product, 1u);
+  EXPECT_EQ(names(p), std::vector<std::string>{"mlx.QuantizedMatmul"});
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+  // x, w, scales, biases, no index tensors, then the residual as the addend.
+  ASSERT_EQ(op.inputs.size(), 7u);
+  EXPECT_EQ(op.inputs[2]->idx, 5u);
+  EXPECT_EQ(op.inputs[3]->idx, 6u);
+  EXPECT_FALSE(op.inputs[4] || op.inputs[5]);
+  EXPECT_EQ(op.inputs[6]->idx, 2u);
+  ASSERT_NE(op.attribute("mode"), nullptr);
+  EXPECT_EQ(std::get<std::string>(*op.attribute("mode")), "affine");
+  EXPECT_EQ(std::get<int64_t>(*op.attribute("bits")), 4);
 }
 
 TEST(Fusion, AnOperandOverwrittenBeforeTheAddBlocksTheResidualFusion) {
@@ -147,14 +164,14 @@ TEST(Fusion, AnOperandOverwrittenBeforeTheAddBlocksTheResidualFusion) {
       program_of({instruction(wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{3}, std::nullopt, 1.0f, 1.0f}),
                   instruction(wgml::ir::NegNode{Tid{5}, Tid{0}}), instruction(wgml::ir::AddNode{Tid{2}, Tid{3}, Tid{4}})},
                  {4, 0});
-  EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_addmm, 0u);
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_product, 0u);
 }
 
 TEST(Fusion, AnAddmmWithABiasOrAScaleIsLeftAlone) {
   for (const auto& mm : {wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{3}, Tid{5}, 1.0f, 1.0f},
                          wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{3}, std::nullopt, 2.0f, 1.0f}}) {
     wgml::ir::Program p = program_of({instruction(mm), instruction(wgml::ir::AddNode{Tid{2}, Tid{3}, Tid{4}})}, {4});
-    EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_addmm, 0u);
+    EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_product, 0u);
   }
 }
 

@@ -17,6 +17,12 @@ gpu::DeviceOptions device_options(const GpuOptions& options) {
   return d;
 }
 
+gpu::RecorderOptions recorder_options(const GpuOptions& options) {
+  gpu::RecorderOptions r;
+  if (options.dispatches_per_submit > 0) r.dispatches_per_submit = options.dispatches_per_submit;
+  return r;
+}
+
 std::string kernels_dir(const GpuOptions& options) {
   return options.kernels_dir.empty() ? default_kernels_dir() : options.kernels_dir;
 }
@@ -71,7 +77,7 @@ std::string default_kernels_dir() {
 GpuContext::GpuContext(const GpuOptions& options)
     : device_(device_options(options)), pool_(device_), pipelines_(device_), engine_(kernels_dir(options) + "/wgsl") {
   if (options.profile) profiler_ = std::make_unique<gpu::Profiler>(device_, pool_);
-  recorder_ = std::make_unique<gpu::Recorder>(device_, pool_, gpu::RecorderOptions{}, profiler_.get());
+  recorder_ = std::make_unique<gpu::Recorder>(device_, pool_, recorder_options(options), profiler_.get());
   engine_.load_directory(kernels_dir(options) + "/specs");
   decompositions_ = kernel::load_decomposition_directory(kernels_dir(options) + "/decompositions");
   caps_.shader_f16 = device_.features().shader_f16;

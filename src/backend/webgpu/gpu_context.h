@@ -31,6 +31,7 @@ struct GpuOptions {
   // on the CPU where those values are: a GPU kernel would cost a dispatch, and whatever reads its
   // result back (an ItemInt) a round trip. Kernel tests turn it off.
   bool small_values_on_host = true;
+  uint32_t dispatches_per_submit = 0;  // SessionOptions::dispatches_per_submit; 0: the recorder's default
 };
 
 // Where kernels/ is when GpuOptions::kernels_dir is empty: $WGML_KERNELS_DIR, else the source tree's.

@@ -43,6 +43,27 @@ void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kern
       kernel, ranges, std::span(reinterpret_cast<const std::byte*>(pass.params.data()), pass.params.size()), grid, pass.name);
 }
 
+// `t` repacked on the GPU when it lives there only as widened bfloat16 and `storage` packs it: the
+// alternative, on_gpu's read back and upload, would wait for the GPU in the middle of recording.
+// Null where that does not apply. The packed copy stays with `t` for its later readers.
+std::shared_ptr<const GpuTensorData> repacked_on_gpu(const std::shared_ptr<GpuContext>& context, const Tensor& t,
+                                                     const kernel::StorageType& storage) {
+  if (storage.logical != DType::BFloat16 || storage.kind != kernel::StorageKind::Packed || TensorDeviceAccess::has_host_bytes(t))
+    return nullptr;
+  auto existing = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
+  if (!existing || existing->context() != context.get() || existing->storage().kind != kernel::StorageKind::Widened)
+    return nullptr;
+  if (auto copy = existing->in_storage(storage)) return copy;
+  const kernel::KernelSpec* spec = context->engine().find("wgml", "PackBfloat16");
+  if (!spec) return nullptr;
+  kernel::KernelRequest request;
+  request.inputs["x"] = kernel::TensorDesc{t.dtype(), t.shape()};
+  const std::map<std::string, Tensor> packed = run_plan(context, context->plan(*spec, request), {{"x", t}});
+  auto data = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(packed.at("out")));
+  existing->keep_copy(data);
+  return data;
+}
+
 }  // namespace
 
 gpu::KernelSource kernel_source_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass) {
@@ -71,7 +92,8 @@ GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const kernel
     if (t.is_output || t.is_scratch) continue;
     auto it = inputs.find(t.name);
     if (it == inputs.end()) fail_plan(plan, "input '" + t.name + "' was planned but not given");
-    buffers[t.name] = on_gpu(context, it->second, t.storage, t.name, t.value_range);
+    auto repacked = t.value_range ? nullptr : repacked_on_gpu(context, it->second, t.storage);
+    buffers[t.name] = repacked ? repacked : on_gpu(context, it->second, t.storage, t.name, t.value_range);
   }
   return buffers;
 }

@@ -8,9 +8,13 @@
 #include <fstream>
 
 #include "backend/webgpu/gpu_tensor.h"
+#include "backend/webgpu/plan_runner.h"
 #include "core/device_data.h"
+#include "core/elements.h"
+#include "core/half.h"
 #include "frontend/load_model.h"
 #include "io/npy.h"
+#include "kernel/storage.h"
 #include "runtime/executor.h"
 #include "webgpu_test_support.h"
 
@@ -46,6 +50,75 @@ TEST_F(WebGpuBackendTest, OutputsStayOnTheGpuUntilRead) {
   for (const Value& v : outputs) {
     const Tensor& t = std::get<Tensor>(v);
     EXPECT_TRUE(std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t)));
+  }
+}
+
+// A bfloat16 tensor that kernels left on the GPU is widened there; an input that reads it packed
+// (Dequantize's scales and biases, as a Take of an embedding's scales feeds them) gets it repacked
+// by a kernel, with nothing read back while the run records.
+TEST_F(WebGpuBackendTest, ABfloat16TensorOnlyOnTheGpuIsRepackedThereForAPackedInput) {
+  const int64_t rows = 2, words = 8, groups = 2;  // 4 bits: 64 columns, groups of 32
+  Tensor w(DType::UInt32, {rows, words});
+  for (int64_t i = 0; i < rows * words; ++i)
+    w.mutable_data_as<uint32_t>()[i] = 0x76543210u + static_cast<uint32_t>(i) * 0x11111111u;
+  const std::vector<float> scale_values = {0.5f, 1.25f, -2.0f, 0.75f}, bias_values = {3.0f, -1.5f, 0.25f, 8.0f};
+  const auto widened_on_gpu = [&](const std::vector<float>& values, const std::string& name) {
+    Tensor t(DType::BFloat16, {rows, groups});
+    for (size_t i = 0; i < values.size(); ++i) t.mutable_data_as<uint16_t>()[i] = float_to_bf16(values[i]);
+    on_gpu(gpu(), t, *kernel::default_storage(DType::BFloat16), name, std::nullopt);
+    TensorDeviceAccess::drop_host_copy(t);
+    return t;
+  };
+  const Tensor scales = widened_on_gpu(scale_values, "scales"), biases = widened_on_gpu(bias_values, "biases");
+  kernel::KernelRequest request;
+  request.inputs = {{"w", {DType::UInt32, w.shape()}},
+                    {"scales", {DType::BFloat16, scales.shape()}},
+                    {"biases", {DType::BFloat16, biases.shape()}}};
+  request.attributes = {{"group_size", kernel::Value(int64_t{32})}, {"bits", kernel::Value(int64_t{4})}};
+  const auto& plan = gpu()->plan(*gpu()->engine().find("mlx", "Dequantize"), request);
+  const uint64_t read_before = gpu()->recorder().traffic().bytes_read;
+  const Tensor out = run_plan(gpu(), plan, {{"w", w}, {"scales", scales}, {"biases", biases}}).at("out");
+  EXPECT_EQ(gpu()->recorder().traffic().bytes_read, read_before) << "scales or biases were read back to be repacked";
+  ASSERT_EQ(out.shape(), (Shape{rows, 64}));
+  const std::vector<float> got = to_floats(out);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < 64; ++c) {
+      const uint32_t q = (w.data_as<uint32_t>()[r * words + c / 8] >> (4 * (c % 8))) & 15u;
+      const size_t g = static_cast<size_t>(r * groups + c / 32);
+      EXPECT_EQ(got[static_cast<size_t>(r * 64 + c)], scale_values[g] * static_cast<float>(q) + bias_values[g]) << r << "," << c;
+    }
+}
+
+// A residual Add fused into the quantized matrix-vector product (runtime/fusion.h) gives exactly what
+// the product and then the Add give, roundings included: the fused op means the original program.
+TEST_F(WebGpuBackendTest, AQuantizedProductWithAnAddendEqualsTheProductThenTheAdd) {
+  std::mt19937 rng(7);
+  const int64_t k = 128, n = 36;  // 4 bits, groups of 32: 16 words and 4 groups a row
+  for (DType t : {DType::Float32, DType::BFloat16}) {
+    const Tensor x = testing::random_tensor(t, {1, 1, k}, rng), addend = testing::random_tensor(t, {1, 1, n}, rng);
+    const Tensor w = testing::random_tensor(DType::UInt32, {n, k / 8}, rng);
+    const Tensor scales = testing::random_tensor(t, {n, k / 32}, rng), biases = testing::random_tensor(t, {n, k / 32}, rng);
+    kernel::KernelRequest product;
+    product.inputs = {{"x", {t, x.shape()}},
+                      {"w", {DType::UInt32, w.shape()}},
+                      {"scales", {t, scales.shape()}},
+                      {"biases", {t, biases.shape()}}};
+    product.attributes = {{"group_size", kernel::Value(int64_t{32})}, {"bits", kernel::Value(int64_t{4})}};
+    kernel::KernelRequest fused = product;
+    fused.inputs["addend"] = {t, addend.shape()};
+    const auto& qmm = *gpu()->engine().find("mlx", "QuantizedMatmul");
+    const std::map<std::string, Tensor> operands = {{"x", x}, {"w", w}, {"scales", scales}, {"biases", biases}};
+    std::map<std::string, Tensor> with_addend = operands;
+    with_addend["addend"] = addend;
+    const auto& fused_plan = gpu()->plan(qmm, fused);
+    EXPECT_EQ(fused_plan.variant, "qmv");
+    const Tensor once = run_plan(gpu(), fused_plan, with_addend).at("out");
+    const Tensor alone = run_plan(gpu(), gpu()->plan(qmm, product), operands).at("out");
+    kernel::KernelRequest add;
+    add.inputs = {{"a", {t, alone.shape()}}, {"b", {t, addend.shape()}}};
+    const Tensor twice =
+        run_plan(gpu(), gpu()->plan(*gpu()->engine().find("mlx", "Add"), add), {{"a", alone}, {"b", addend}}).at("out");
+    testing::expect_same_tensor(once, twice, std::string(dtype_name(t)));
   }
 }
 

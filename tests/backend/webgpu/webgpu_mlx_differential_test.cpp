@@ -2,8 +2,14 @@
 // dtypes, on the WebGPU backend: every node's programs must match MLX and the CPU reference,
 // whether the node runs on the GPU or through the CPU fallback; a node with a kernel spec, a
 // decomposition or a composition of specs (UpdateAndAttend) must have run on the GPU at least once
-// (a view: as a view).
+// (a view: as a view), and the cases it runs
+// on the CPU are exactly those listed, with why, in cpu_cases.tsv: a new fallback fails, and so
+// does a listed case that now runs on the GPU (the list only shrinks).
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
 
 #include "support/mlx_cases.h"
 #include "webgpu_test_support.h"
@@ -18,6 +24,19 @@ class WebGpuMlxDifferential : public ::testing::TestWithParam<std::string> {
   }
 };
 
+// The cases of `op` listed in cpu_cases.tsv (op, case, why; # starts a comment).
+std::set<std::string> listed_cpu_cases(const std::string& op) {
+  std::ifstream file(std::string(WGML_SOURCE_DIR) + "/tests/backend/webgpu/cpu_cases.tsv");
+  std::set<std::string> cases;
+  for (std::string line; std::getline(file, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string listed_op, name;
+    if (std::getline(fields, listed_op, '\t') && std::getline(fields, name, '\t') && listed_op == op) cases.insert(name);
+  }
+  return cases;
+}
+
 uint64_t count_of(const std::map<std::string, uint64_t>& counts, const std::string& op) {
   const auto it = counts.find(op);
   return it == counts.end() ? 0 : it->second;
@@ -30,9 +49,22 @@ TEST_P(WebGpuMlxDifferential, WebGpuMatchesMlx) {
   const auto& placed = spec && spec->view ? backend.placement().views : backend.placement().on_gpu;
   const uint64_t before = count_of(placed, op);
   const cpu::CpuBackend reference;
-  for (const nlohmann::json& c : wgml::testing::mlx_cases_of(GetParam()))
+  std::set<std::string> on_cpu;
+  for (const nlohmann::json& c : wgml::testing::mlx_cases_of(GetParam())) {
+    const std::string name = c["name"].get<std::string>();
+    const uint64_t cpu_before = count_of(backend.placement().on_cpu, op);
     wgml::testing::expect_same_results(c, wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
-                                       c["name"].get<std::string>() + " (WebGPU against the CPU)");
+                                       name + " (WebGPU against the CPU)");
+    if (count_of(backend.placement().on_cpu, op) == cpu_before) continue;
+    on_cpu.insert(name);
+    const auto why = backend.placement().fallback_reason.find(op);
+    EXPECT_TRUE(listed_cpu_cases(op).count(name))
+        << op << "\t" << name << "\t" << (why == backend.placement().fallback_reason.end() ? "" : why->second)
+        << "\nran on the CPU: give it a kernel, or list it in tests/backend/webgpu/cpu_cases.tsv with why";
+  }
+  for (const std::string& name : listed_cpu_cases(op))
+    EXPECT_TRUE(on_cpu.count(name)) << op << " " << name
+                                    << " is listed in cpu_cases.tsv but no longer runs on the CPU: remove it";
   if (!spec && !backend.context()->decomposition("mlx", op) && !composed_on_gpu(op)) return;
   const auto reason = backend.placement().fallback_reason.find(op);
   EXPECT_GT(count_of(placed, op), before) << op << " has a GPU path but no case ran on the GPU"

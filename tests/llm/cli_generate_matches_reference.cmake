@@ -1,0 +1,26 @@
+# `wgml generate --ids` on a fixture's prompt gives every greedy token of its reference.json (the
+# judge's, transformers in float32), in order. Run with cmake -P and -DWGML=... -DMODEL=...
+# -DREFERENCE=... -DDEVICE=...
+file(READ "${REFERENCE}" reference)
+string(JSON prompt GET "${reference}" prompt)
+string(JSON count LENGTH "${reference}" tokens)
+execute_process(COMMAND "${WGML}" generate "${MODEL}" --device "${DEVICE}" --prompt "${prompt}" --max-new-tokens ${count} --ids
+                OUTPUT_VARIABLE output ERROR_VARIABLE errors RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "wgml generate failed (${status}): ${errors}")
+endif()
+string(REGEX MATCHALL "[0-9]+\n" lines "${output}")
+list(LENGTH lines got_count)
+if(got_count LESS count)
+  message(FATAL_ERROR "wgml generate printed ${got_count} ids, the reference has ${count}:\n${output}")
+endif()
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  string(JSON want GET "${reference}" tokens ${i})
+  list(GET lines ${i} got)
+  string(STRIP "${got}" got)
+  if(NOT got STREQUAL want)
+    message(FATAL_ERROR "token ${i}: wgml generate gave ${got}, transformers ${want}")
+  endif()
+endforeach()
+message(STATUS "${count} greedy tokens equal transformers' on ${DEVICE}")
