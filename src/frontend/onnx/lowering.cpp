@@ -57,6 +57,23 @@ void remap_tids(ir::Instruction& instruction, Map map) {
       std::get<ir::Node>(instruction));
 }
 
+bool same_elements(const std::vector<ir::IntOrVid>& a, const std::vector<ir::IntOrVid>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const ir::IntOrVid& x, const ir::IntOrVid& y) {
+    return x.is_vid == y.is_vid && (x.is_vid ? x.vid == y.vid : x.literal == y.literal);
+  });
+}
+
+// v where the IfNode on `cond` went the way `holds` says (alternatives on other conditions kept).
+Value resolved(const Value& v, ir::Vid cond, bool holds) {
+  if (!v.alternatives) return v;
+  const Alternatives& a = *v.alternatives;
+  if (a.cond == cond) return resolved(holds ? a.when_true : a.when_false, cond, holds);
+  Value out = v;
+  out.alternatives = std::make_shared<const Alternatives>(
+      Alternatives{a.cond, resolved(a.when_true, cond, holds), resolved(a.when_false, cond, holds)});
+  return out;
+}
+
 ir::TensorMeta static_meta(DType dtype, const Shape& shape) {
   ir::TensorMeta m;
   m.dtype = dtype;
@@ -83,6 +100,12 @@ int64_t checked_mul(int64_t a, int64_t b) {
 std::string versioned_label(const pb::NodeProto& n, int64_t opset) {
   const std::string domain = n.domain().empty() || n.domain() == "ai.onnx" ? "" : n.domain() + ".";
   return "node '" + n.name() + "' (" + domain + n.op_type() + ", opset " + std::to_string(opset) + ")";
+}
+
+Dims merge_dims(const Dims& a, const Dims& b) {
+  Dims out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = i < b.size() && a[i] == b[i] ? a[i] : kUnknownDim;
+  return out;
 }
 
 bool Value::dims_known() const {
@@ -172,6 +195,76 @@ void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
   dim_cache_ = std::move(outer_dims);
 }
 
+void Lowering::assume(ir::Vid cond, bool holds) {
+  for (auto& [name, v] : values_)
+    if (v.alternatives) v = resolved(v, cond, holds);
+}
+
+Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, const Value& when_true,
+                     const Value& when_false) {
+  if (when_true.sequence || when_false.sequence)
+    throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": a sequence chosen by a run-time If");
+  const bool plain = !when_true.alternatives && !when_false.alternatives && when_true.dtype == when_false.dtype;
+  if (plain && when_true.tid && when_false.tid && *when_true.tid == *when_false.tid) return when_true;
+  const auto known_true = known_elements(when_true);
+  const auto known_false = known_elements(when_false);
+  if (plain && known_true && known_false && when_true.dims == when_false.dims && same_elements(*known_true, *known_false)) {
+    Value same = when_true;
+    same.tid.reset();  // a slot made in one chain only
+    return same;
+  }
+  // Known elements stay alternatives: the shape arithmetic downstream folds on each side.
+  if (plain && !known_true && !known_false && when_true.rank() == when_false.rank()) {
+    const ir::Tid slot = new_temp();
+    in_chain(true_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_true), .out = slot}); });
+    in_chain(false_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_false), .out = slot}); });
+    return runtime(slot, when_true.dtype, merge_dims(when_true.dims, when_false.dims));
+  }
+  write_placeholders(when_true, false_chain);
+  write_placeholders(when_false, true_chain);
+  Value out = when_true;
+  out.tid.reset();
+  out.constant.reset();
+  out.elements.reset();
+  out.alternatives = std::make_shared<const Alternatives>(Alternatives{cond, when_true, when_false});
+  return out;
+}
+
+void Lowering::write_placeholders(const Value& v, uint32_t chain) {
+  if (v.alternatives) {
+    write_placeholders(v.alternatives->when_true, chain);
+    write_placeholders(v.alternatives->when_false, chain);
+  }
+  if (!v.tid || slot_classes_[v.tid->idx] != SlotClass::Temp) return;
+  const ir::Tid placeholder = scalar_constant(0, DType::Bool);
+  in_chain(chain, [&] { emit(ir::IdCopyNode{.x = placeholder, .out = *v.tid}); });
+}
+
+Value Lowering::merged(const Value& v) {
+  if (!v.alternatives) return v;
+  const Alternatives& a = *v.alternatives;
+  const uint32_t true_chain = new_chain();
+  const uint32_t false_chain = new_chain();
+  Value when_true, when_false;
+  in_chain(true_chain, [&] {
+    assume(a.cond, true);
+    when_true = merged(a.when_true);
+  });
+  in_chain(false_chain, [&] {
+    assume(a.cond, false);
+    when_false = merged(a.when_false);
+  });
+  if (when_true.rank() != when_false.rank() || when_true.dtype != when_false.dtype)
+    throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": a value that is of rank " +
+                                            std::to_string(when_true.rank()) + " or " + std::to_string(when_false.rank()) +
+                                            " depending on a run-time If, where one rank is needed");
+  emit(ir::IfNode{.cond = slot(a.cond), .then_chain_idx = true_chain, .else_chain_idx = false_chain});
+  const ir::Tid out = new_temp();
+  in_chain(true_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_true), .out = out}); });
+  in_chain(false_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_false), .out = out}); });
+  return runtime(out, when_true.dtype, merge_dims(when_true.dims, when_false.dims));
+}
+
 bool Lowering::has_value(const std::string& name) const { return values_.count(name) > 0; }
 
 const Value& Lowering::value(const std::string& name) const {
@@ -189,6 +282,7 @@ ir::Tid Lowering::tensor_of(const std::string& name) {
 }
 
 ir::Tid Lowering::tensor(const Value& v) {
+  if (v.alternatives) return *merged(v).tid;
   if (v.tid) return *v.tid;
   if (v.constant) return add_constant(*v.constant, "const");
   if (v.elements) return tensor_from_elements(v);
@@ -371,8 +465,10 @@ ir::IntOrVid Lowering::product(const std::vector<ir::IntOrVid>& v) {
   return p;
 }
 
-void Lowering::add_output(const std::string& name, const Value& v, std::vector<ir::Dim> declared) {
+void Lowering::add_output(const std::string& name, const Value& value, std::vector<ir::Dim> declared) {
   origin_ = "graph output '" + name + "'";
+  if (value.sequence) throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": sequence outputs");
+  const Value v = merged(value);
   const ir::Tid source = tensor(v);
   const ir::Tid out = new_slot(SlotClass::Output);
   ir::TensorMeta meta;

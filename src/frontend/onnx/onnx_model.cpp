@@ -1,6 +1,7 @@
 #include "frontend/onnx/onnx_model.h"
 
 #include <climits>
+#include <optional>
 #include <filesystem>
 #include <set>
 
@@ -23,6 +24,7 @@ const std::vector<OpRule>& all_rules() {
     add_attention_rules(r);
     add_quant_rules(r);
     add_misc_rules(r);
+    add_sequence_rules(r);
     return r;
   }();
   return rules;
@@ -88,6 +90,49 @@ bool reads_poisoned(const Lowering& g, const pb::NodeProto& node) {
   return false;
 }
 
+void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>& unsupported);
+
+// The condition of the first input whose value depends on which way a run-time If went.
+std::optional<ir::Vid> alternatives_condition(const Lowering& g, const pb::NodeProto& node) {
+  for (const std::string& in : node.input())
+    if (!in.empty() && g.has_value(in) && g.value(in).alternatives) return g.value(in).alternatives->cond;
+  return std::nullopt;
+}
+
+// A node reading such a value is lowered once per way the If can go, each in a chain of an IfNode
+// on the same condition that sees that way's values: a squeeze-if-the-dim-is-1 branch makes the
+// rank known again on each side, and shape tests downstream fold there.
+void lower_per_alternative(Lowering& g, const pb::NodeProto& node, ir::Vid cond, std::vector<Unsupported>& unsupported) {
+  const uint32_t chains[2] = {g.new_chain(), g.new_chain()};  // by whether cond holds
+  std::vector<std::optional<Value>> outputs[2];
+  for (int holds = 0; holds < 2; ++holds)
+    g.in_chain(chains[holds], [&] {
+      g.assume(cond, holds != 0);
+      lower_node(g, node, unsupported);
+      for (const std::string& out : node.output())
+        outputs[holds].push_back(!out.empty() && g.has_value(out) ? std::optional<Value>(g.value(out)) : std::nullopt);
+    });
+  g.set_origin("ONNX " + node_label(node));
+  g.emit(ir::IfNode{.cond = {0, cond, true}, .then_chain_idx = chains[1], .else_chain_idx = chains[0]});
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty()) continue;
+    if (!outputs[0][i] || !outputs[1][i]) {
+      g.poisoned.insert(node.output(i));
+      continue;
+    }
+    g.define(node.output(i), g.join(cond, chains[1], chains[0], *outputs[1][i], *outputs[0][i]));
+  }
+}
+
+// The ops a sequence value may flow into; any other is refused at load time.
+bool reads_sequences_only_where_allowed(const Lowering& g, const pb::NodeProto& node) {
+  const std::string& op = node.op_type();
+  if (op.starts_with("Sequence") || op == "ConcatFromSequence" || op == "Identity") return true;
+  for (const std::string& in : node.input())
+    if (!in.empty() && g.has_value(in) && g.value(in).sequence) return false;
+  return true;
+}
+
 // Nodes reading the result of an unsupported node are still checked for a lowering rule, so one
 // error lists every op the model needs; their dtype checks need the inputs and are skipped.
 void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>& unsupported) {
@@ -98,7 +143,10 @@ void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>
                                                (domain.empty() ? "ai.onnx" : domain) + "'");
   const OpRule* rule = find_rule(domain, node.op_type(), opset_it->second);
   if (!rule) unsupported.push_back({versioned_label(node, opset_it->second) + ": no lowering for this op"});
-  if (!rule || reads_poisoned(g, node)) return poison_outputs(g, node);
+  const bool sequence_misused = rule && !reads_sequences_only_where_allowed(g, node);
+  if (sequence_misused) unsupported.push_back({versioned_label(node, opset_it->second) + ": a sequence input"});
+  if (!rule || sequence_misused || reads_poisoned(g, node)) return poison_outputs(g, node);
+  if (const auto cond = alternatives_condition(g, node)) return lower_per_alternative(g, node, *cond, unsupported);
   NodeLowering n(g, node, opset_it->second);
   g.set_origin("ONNX " + node_label(node));
   try {

@@ -170,6 +170,23 @@ int32_t i32(const NodeLowering& n, int64_t v, const char* what) {
   return static_cast<int32_t>(v);
 }
 
+Tid conv_node(NodeLowering& n, Tid x, Tid w, const Window& win, const std::vector<int64_t>& pad, int64_t groups);
+
+// A grouped 3-D convolution (MLX's Conv3D takes one group): one convolution per group, on its
+// slice of the input channels and of the filters (w is [M, k..., C/g]), concatenated.
+Tid grouped_conv3d(NodeLowering& n, Tid x, Tid w, const Window& win, const std::vector<int64_t>& pad, int64_t groups,
+                   int64_t in_channels, int64_t filters) {
+  if (in_channels < 0 || in_channels % groups != 0 || filters % groups != 0)
+    n.fail("input channels (known at load time) and filters divisible by group " + std::to_string(groups));
+  std::vector<Tid> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    const Tid x_part = slice_axis(n, x, 4, literal(g * in_channels / groups), literal((g + 1) * in_channels / groups));
+    const Tid w_part = slice_axis(n, w, 0, literal(g * filters / groups), literal((g + 1) * filters / groups));
+    parts.push_back(conv_node(n, x_part, w_part, win, pad, 1));
+  }
+  return concat_op(n, parts, 4);
+}
+
 // Conv{1,2,3}D on a channels-last input with symmetric padding `pad`.
 Tid conv_node(NodeLowering& n, Tid x, Tid w, const Window& win, const std::vector<int64_t>& pad, int64_t groups) {
   const Tid out = n.g.new_temp();
@@ -306,7 +323,8 @@ Value convolution(NodeLowering& n, const Value& x, const Value& wv, std::optiona
     t = pad_spatial_channels_last(n, t, rank, literals(win.begin), literals(win.end), 0, 1);
     pad.assign(win.spatial, 0);
   }
-  t = conv_node(n, t, w, win, pad, groups);
+  t = win.spatial == 3 && groups > 1 ? grouped_conv3d(n, t, w, win, pad, groups, x.dims[1], wv.dims[0])
+                                     : conv_node(n, t, w, win, pad, groups);
   if (bias) t = n.binary<AddNode>(t, *bias);  // [C_out] broadcasts over the channels-last result
   Dims dims{x.dims[0], wv.dims[0]};
   for (int i = 0; i < win.spatial; ++i) dims.push_back(conv_out_dim(x.dims[2 + i], win, i));
