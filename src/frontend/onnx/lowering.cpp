@@ -74,6 +74,14 @@ Value resolved(const Value& v, ir::Vid cond, bool holds) {
   return out;
 }
 
+// The ranks a value may have at run time.
+std::set<int> ranks_of(const Value& v) {
+  if (!v.alternatives) return {v.rank()};
+  std::set<int> ranks = ranks_of(v.alternatives->when_true);
+  ranks.merge(ranks_of(v.alternatives->when_false));
+  return ranks;
+}
+
 ir::TensorMeta static_meta(DType dtype, const Shape& shape) {
   ir::TensorMeta m;
   m.dtype = dtype;
@@ -175,6 +183,11 @@ uint32_t Lowering::new_chain() {
   return static_cast<uint32_t>(chains_.size() - 1);
 }
 
+void Lowering::replace_chain(uint32_t chain, ir::OnnxOp op) {
+  chains_[chain] = ir::Chain{};
+  in_chain(chain, [&] { emit(std::move(op)); });
+}
+
 void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
   // Values and value slots made inside a body exist only there: restore the outer view after.
   const uint32_t outer_chain = chain_;
@@ -200,8 +213,7 @@ void Lowering::assume(ir::Vid cond, bool holds) {
     if (v.alternatives) v = resolved(v, cond, holds);
 }
 
-Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, const Value& when_true,
-                     const Value& when_false) {
+Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, const Value& when_true, const Value& when_false) {
   if (when_true.sequence || when_false.sequence)
     throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": a sequence chosen by a run-time If");
   const bool plain = !when_true.alternatives && !when_false.alternatives && when_true.dtype == when_false.dtype;
@@ -230,6 +242,11 @@ Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, co
   return out;
 }
 
+Value Lowering::only_one_side(const Value& v, uint32_t failing_chain) {
+  write_placeholders(v, failing_chain);
+  return v;
+}
+
 void Lowering::write_placeholders(const Value& v, uint32_t chain) {
   if (v.alternatives) {
     write_placeholders(v.alternatives->when_true, chain);
@@ -240,7 +257,7 @@ void Lowering::write_placeholders(const Value& v, uint32_t chain) {
   in_chain(chain, [&] { emit(ir::IdCopyNode{.x = placeholder, .out = *v.tid}); });
 }
 
-Value Lowering::merged(const Value& v) {
+Value Lowering::merged(const Value& v, bool any_rank) {
   if (!v.alternatives) return v;
   const Alternatives& a = *v.alternatives;
   const uint32_t true_chain = new_chain();
@@ -248,13 +265,13 @@ Value Lowering::merged(const Value& v) {
   Value when_true, when_false;
   in_chain(true_chain, [&] {
     assume(a.cond, true);
-    when_true = merged(a.when_true);
+    when_true = merged(a.when_true, any_rank);
   });
   in_chain(false_chain, [&] {
     assume(a.cond, false);
-    when_false = merged(a.when_false);
+    when_false = merged(a.when_false, any_rank);
   });
-  if (when_true.rank() != when_false.rank() || when_true.dtype != when_false.dtype)
+  if ((when_true.rank() != when_false.rank() && !any_rank) || when_true.dtype != when_false.dtype)
     throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": a value that is of rank " +
                                             std::to_string(when_true.rank()) + " or " + std::to_string(when_false.rank()) +
                                             " depending on a run-time If, where one rank is needed");
@@ -262,7 +279,8 @@ Value Lowering::merged(const Value& v) {
   const ir::Tid out = new_temp();
   in_chain(true_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_true), .out = out}); });
   in_chain(false_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_false), .out = out}); });
-  return runtime(out, when_true.dtype, merge_dims(when_true.dims, when_false.dims));
+  return runtime(out, when_true.dtype,
+                 when_true.rank() == when_false.rank() ? merge_dims(when_true.dims, when_false.dims) : when_true.dims);
 }
 
 bool Lowering::has_value(const std::string& name) const { return values_.count(name) > 0; }
@@ -468,12 +486,16 @@ ir::IntOrVid Lowering::product(const std::vector<ir::IntOrVid>& v) {
 void Lowering::add_output(const std::string& name, const Value& value, std::vector<ir::Dim> declared) {
   origin_ = "graph output '" + name + "'";
   if (value.sequence) throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": sequence outputs");
-  const Value v = merged(value);
+  // An output whose rank depends on a run-time If is that rank, as in onnxruntime; its metadata
+  // is the model's declaration.
+  const bool one_rank = ranks_of(value).size() == 1;
+  const Value v = merged(value, true);
   const ir::Tid source = tensor(v);
   const ir::Tid out = new_slot(SlotClass::Output);
   ir::TensorMeta meta;
   meta.dtype = v.dtype;
-  for (int d = 0; d < v.rank(); ++d) {
+  if (!one_rank) meta.shape = declared;
+  for (int d = 0; d < (one_rank ? v.rank() : 0); ++d) {
     if (v.dims[d] >= 0)
       meta.shape.push_back(ir::Dim{static_cast<int32_t>(v.dims[d]), 0, -1});
     else if (static_cast<size_t>(d) < declared.size())

@@ -106,6 +106,8 @@ class Lowering {
   // What the instructions emitted from now on are made from ("node 'x' (Conv)"), for errors.
   void set_origin(std::string origin) { origin_ = std::move(origin); }
   uint32_t new_chain();
+  // Drops what `chain` holds (a lowering that failed part way) for `op` alone.
+  void replace_chain(uint32_t chain, ir::OnnxOp op);
   // Runs f with instructions going to `chain` and values defined inside scoped to it.
   void in_chain(uint32_t chain, const std::function<void()>& f);
   // Inside the chain an IfNode on `cond` runs when `cond` is `holds`: every value that depends on
@@ -115,9 +117,12 @@ class Lowering {
   // when both are the same known value, one slot both chains copy into when the two are tensors
   // of one dtype and rank, else the pair as alternatives.
   Value join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, const Value& when_true, const Value& when_false);
+  // The value of an IfNode whose other chain, `failing_chain`, fails at run time: `v` itself.
+  Value only_one_side(const Value& v, uint32_t failing_chain);
   // A value without alternatives: they are copied into one slot by an IfNode on their condition;
-  // dims are merged (unknown where they differ). Alternatives of different ranks are Unsupported.
-  Value merged(const Value& v);
+  // dims are merged (unknown where they differ). Alternatives of different ranks are Unsupported
+  // unless `any_rank` (the dims are then the first alternative's).
+  Value merged(const Value& v, bool any_rank = false);
 
   // ONNX values by name.
   bool has_value(const std::string& name) const;

@@ -1,8 +1,8 @@
 #include "frontend/onnx/onnx_model.h"
 
 #include <climits>
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "frontend/onnx/lowering.h"
@@ -99,28 +99,58 @@ std::optional<ir::Vid> alternatives_condition(const Lowering& g, const pb::NodeP
   return std::nullopt;
 }
 
+// Lowers the node in `chain` seeing the values of the way `holds` says; what went wrong when the
+// node cannot be lowered there (a Concat of ranks 2 and 3, say), else nothing.
+std::vector<Unsupported> lower_on_one_side(Lowering& g, const pb::NodeProto& node, ir::Vid cond, bool holds, uint32_t chain,
+                                           std::vector<std::optional<Value>>& outputs) {
+  std::vector<Unsupported> problems;
+  g.in_chain(chain, [&] {
+    g.assume(cond, holds);
+    try {
+      lower_node(g, node, problems);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::InvalidProgram) throw;
+      problems.push_back({e.what()});
+    }
+    for (const std::string& out : node.output())
+      outputs.push_back(problems.empty() && !out.empty() && g.has_value(out) ? std::optional<Value>(g.value(out)) : std::nullopt);
+  });
+  for (const std::string& out : node.output()) g.poisoned.erase(out);
+  return problems;
+}
+
 // A node reading such a value is lowered once per way the If can go, each in a chain of an IfNode
 // on the same condition that sees that way's values: a squeeze-if-the-dim-is-1 branch makes the
-// rank known again on each side, and shape tests downstream fold there.
+// rank known again on each side, and shape tests downstream fold there. A side the node cannot be
+// lowered on is one the inputs never take when the model is sound (onnxruntime would fail there
+// at run time): it gets an op that fails at run time, and the node's outputs are the other side's.
 void lower_per_alternative(Lowering& g, const pb::NodeProto& node, ir::Vid cond, std::vector<Unsupported>& unsupported) {
   const uint32_t chains[2] = {g.new_chain(), g.new_chain()};  // by whether cond holds
   std::vector<std::optional<Value>> outputs[2];
-  for (int holds = 0; holds < 2; ++holds)
-    g.in_chain(chains[holds], [&] {
-      g.assume(cond, holds != 0);
-      lower_node(g, node, unsupported);
-      for (const std::string& out : node.output())
-        outputs[holds].push_back(!out.empty() && g.has_value(out) ? std::optional<Value>(g.value(out)) : std::nullopt);
-    });
+  const std::vector<Unsupported> problems[2] = {lower_on_one_side(g, node, cond, false, chains[0], outputs[0]),
+                                                lower_on_one_side(g, node, cond, true, chains[1], outputs[1])};
   g.set_origin("ONNX " + node_label(node));
   g.emit(ir::IfNode{.cond = {0, cond, true}, .then_chain_idx = chains[1], .else_chain_idx = chains[0]});
+  if (!problems[0].empty() && !problems[1].empty()) {
+    unsupported.insert(unsupported.end(), problems[1].begin(), problems[1].end());
+    return poison_outputs(g, node);
+  }
+  for (int holds = 0; holds < 2; ++holds) {
+    if (problems[holds].empty()) continue;
+    ir::OnnxOp fail{"wgml", "Unreachable", 1, node.name(), {}, {}, {}};
+    fail.attributes.push_back({"reason", problems[holds].front().what});
+    g.replace_chain(chains[holds], std::move(fail));
+  }
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty()) continue;
-    if (!outputs[0][i] || !outputs[1][i]) {
+    const auto& when_true = outputs[1][i];
+    const auto& when_false = outputs[0][i];
+    if (when_true && when_false)
+      g.define(node.output(i), g.join(cond, chains[1], chains[0], *when_true, *when_false));
+    else if (when_true || when_false)
+      g.define(node.output(i), g.only_one_side(when_true ? *when_true : *when_false, when_true ? chains[0] : chains[1]));
+    else
       g.poisoned.insert(node.output(i));
-      continue;
-    }
-    g.define(node.output(i), g.join(cond, chains[1], chains[0], *outputs[1][i], *outputs[0][i]));
   }
 }
 

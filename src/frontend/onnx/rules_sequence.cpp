@@ -97,10 +97,13 @@ void sequence_at(NodeLowering& n) {
   }
   const Tid stacked = n.g.new_temp();
   n.g.emit(StackNode{.tensors = parts, .out = stacked, .axis = 0});
-  const IntOrVid index = n.g.mod(n.g.int_elements(n.in(1), n.where() + " input 1 (position)")[0],
-                                 literal(static_cast<int64_t>(elements.size())));
+  const IntOrVid index =
+      n.g.mod(n.g.int_elements(n.in(1), n.where() + " input 1 (position)")[0], literal(static_cast<int64_t>(elements.size())));
   const Tid out = n.g.new_temp();
-  n.g.emit(TakeNode{.x = stacked, .out = out, .index = {index.literal, index.vid, {}, index.is_vid ? IntOrVidOrTid::Value : IntOrVidOrTid::Literal}, .axis = 0});
+  n.g.emit(TakeNode{.x = stacked,
+                    .out = out,
+                    .index = {index.literal, index.vid, {}, index.is_vid ? IntOrVidOrTid::Value : IntOrVidOrTid::Literal},
+                    .axis = 0});
   n.set_output(0, out, elements.front().dtype, dims);
 }
 
@@ -155,7 +158,8 @@ void concat_from_sequence(NodeLowering& n) {
   for (const Value& e : elements) {
     if (e.rank() != rank) n.fail("tensors of one rank");
     parts.push_back(n.g.tensor(e));
-    concatenated = concatenated < 0 || (!new_axis && e.dims[axis] < 0) ? kUnknownDim : concatenated + (new_axis ? 1 : e.dims[axis]);
+    concatenated =
+        concatenated < 0 || (!new_axis && e.dims[axis] < 0) ? kUnknownDim : concatenated + (new_axis ? 1 : e.dims[axis]);
     dims = merge_dims(dims, e.dims);
   }
   const Tid out = n.g.new_temp();
