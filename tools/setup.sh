@@ -8,7 +8,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { echo "setup: $*" >&2; }
 
 debian_packages=(
-  cmake ninja-build g++ clang clang-format libclang-rt-14-dev ccache python3 python3-venv
+  cmake ninja-build g++ clang clang-format libclang-rt-14-dev ccache python3 python3-venv python3-dev
   flatbuffers-compiler libflatbuffers-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libprotobuf-dev protobuf-compiler
   pkg-config curl patch libre2-dev libpcre2-dev libsentencepiece-dev

@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -220,10 +221,7 @@ std::vector<float> decode_step(Session& session, size_t logits_index, int64_t vo
   positions.mutable_data_as<int64_t>()[0] = position;
   const std::vector<Value> outputs = session.run({ids, positions});
   const Tensor& logits = std::get<Tensor>(outputs.at(logits_index));
-  const Tensor row = logits.flat_range(logits.numel() - vocab, vocab);
-  std::vector<float> values(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i) values[i] = static_cast<float>(load_as_double(row.dtype(), row.data(), i));
-  return values;
+  return to_floats(logits.flat_range(logits.numel() - vocab, vocab));
 }
 
 int64_t token_at(int64_t step, int64_t vocab) { return (step * 7919 + 13) % vocab; }
@@ -233,6 +231,7 @@ nlohmann::json stats_json(const RunStats& s, double per) {
           {"kernels_rendered", s.kernels_rendered / per},
           {"pipelines_compiled", s.pipelines_compiled / per},
           {"buffers_created", s.buffers_created / per},
+          {"bind_groups_created", s.bind_groups_created / per},
           {"submits", s.submits / per},
           {"dispatches", s.dispatches / per},
           {"bytes_uploaded", s.bytes_uploaded / per},
@@ -285,6 +284,14 @@ void raise_clocks(backend::webgpu::GpuContext* gpu) {
   bench::keep_busy(copy, *gpu, 10, 1.0);
 }
 
+// The calling thread's CPU time: recording, planning and the driver's work on this thread, and any
+// spinning while it waits for the GPU.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -322,7 +329,8 @@ struct DecodeRun {
   std::string device;
   double load_seconds = 0;
   std::vector<double> warmup_ms, step_ms;
-  RunStats warmup, timed;  // counters summed over the warm-up steps, over the timed steps
+  std::vector<double> step_cpu_ms;  // the calling thread's CPU time per timed step
+  RunStats warmup, timed;           // counters summed over the warm-up steps, over the timed steps
   int64_t first_position = 0, last_position = 0;
   Copy copy;
 };
@@ -339,33 +347,37 @@ DecodeRun run_decode(const Options& o, const std::string& constants_path) {
   std::printf("session: %s, loaded in %.1f s; logits: output %zu of %zu, vocab %lld\n", run.device.c_str(), run.load_seconds,
               logits, session.outputs().size(), static_cast<long long>(vocab));
   int64_t position = o.past, step = 0;
-  const auto timed_steps = [&](int count, std::vector<double>& ms) {
+  std::vector<double> warmup_cpu_ms;
+  const auto timed_steps = [&](int count, std::vector<double>& ms, std::vector<double>& cpu_ms) {
     const RunStats before = session.totals();
     for (int k = 0; k < count; ++k, ++step, ++position) {
       const auto start = Clock::now();
+      const double cpu_start = thread_cpu_ms();
       decode_step(session, logits, vocab, token_at(step, vocab), position);
+      cpu_ms.push_back(thread_cpu_ms() - cpu_start);
       ms.push_back(seconds_since(start) * 1e3);
     }
     return session.totals() - before;
   };
-  run.warmup = timed_steps(o.warmup, run.warmup_ms);
+  run.warmup = timed_steps(o.warmup, run.warmup_ms, warmup_cpu_ms);
   const auto copy_gpu = copy_context(o);
   raise_clocks(copy_gpu.get());
   run.first_position = position;
-  run.timed = timed_steps(o.steps, run.step_ms);
+  run.timed = timed_steps(o.steps, run.step_ms, run.step_cpu_ms);
   run.last_position = position - 1;
   run.copy = measure_copy(o, copy_gpu.get());
   return run;
 }
 
 struct Summary {
-  double median_ms, mean_ms, min_ms, max_ms, weights_gbps;
+  double median_ms, mean_ms, min_ms, max_ms, weights_gbps, median_cpu_ms;
 };
 
 Summary summarise(const DecodeRun& run, const ConstantTotals& totals) {
   const std::vector<double>& ms = run.step_ms;
   Summary s{};
   s.median_ms = median(ms);
+  s.median_cpu_ms = median(run.step_cpu_ms);
   s.mean_ms = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
   s.min_ms = *std::min_element(ms.begin(), ms.end());
   s.max_ms = *std::max_element(ms.begin(), ms.end());
@@ -380,14 +392,17 @@ void print_report(const Options& o, const ConstantTotals& totals, const DecodeRu
               o.warmup, o.steps, static_cast<long long>(run.first_position), static_cast<long long>(run.last_position));
   std::printf("  ms per token: median %.3f, mean %.3f (min %.3f, max %.3f): %.1f tokens/s\n", s.median_ms, s.mean_ms, s.min_ms,
               s.max_ms, 1e3 / s.median_ms);
+  std::printf("  calling thread's CPU time per token: median %.3f ms\n", s.median_cpu_ms);
   std::printf("  per token: %.1f dispatches, %.1f submits, %.0f B uploaded, %.0f B read\n", t.dispatches / steps,
               t.submits / steps, t.bytes_uploaded / steps, t.bytes_read / steps);
-  const bool steady = t.pipelines_compiled == 0 && t.buffers_created == 0;
+  const bool steady = t.pipelines_compiled == 0 && t.buffers_created == 0 && t.bind_groups_created == 0;
   std::printf(
-      "  during the timed steps: %llu plans made, %llu kernels rendered, %llu pipelines compiled, %llu buffers created%s\n",
+      "  during the timed steps: %llu plans made, %llu kernels rendered, %llu pipelines compiled, %llu buffers created, "
+      "%llu bind groups created%s\n",
       static_cast<unsigned long long>(t.plans_made), static_cast<unsigned long long>(t.kernels_rendered),
       static_cast<unsigned long long>(t.pipelines_compiled), static_cast<unsigned long long>(t.buffers_created),
-      steady ? "" : " (NOT STEADY: a decode step after warm-up should compile no pipeline and create no buffer)");
+      static_cast<unsigned long long>(t.bind_groups_created),
+      steady ? "" : " (NOT STEADY: a decode step after warm-up should compile no pipeline, create no buffer or bind group)");
   std::printf("  weights: %.1f MB per token at the median: %.1f GB/s; copy %.1f GB/s (%s): %.1f%% of copy\n",
               totals.streamed_bytes / 1e6, s.weights_gbps, run.copy.gbps, run.copy.how.c_str(),
               100 * s.weights_gbps / run.copy.gbps);
@@ -414,12 +429,14 @@ nlohmann::json result_json(const Options& o, const ConstantTotals& totals, doubl
           {"ms_per_token",
            {{"median", s.median_ms}, {"mean", s.mean_ms}, {"min", s.min_ms}, {"max", s.max_ms}, {"steps", run.step_ms}}},
           {"tokens_per_s", 1e3 / s.median_ms},
+          {"thread_cpu_ms_per_token", {{"median", s.median_cpu_ms}, {"steps", run.step_cpu_ms}}},
           {"per_token", stats_json(t, o.steps)},
           {"after_warmup",
            {{"plans_made", t.plans_made},
             {"kernels_rendered", t.kernels_rendered},
             {"pipelines_compiled", t.pipelines_compiled},
-            {"buffers_created", t.buffers_created}}},
+            {"buffers_created", t.buffers_created},
+            {"bind_groups_created", t.bind_groups_created}}},
           {"copy", {{"how", run.copy.how}, {"gbps", run.copy.gbps}}},
           {"weights_gbps", s.weights_gbps},
           {"ratio_to_copy", s.weights_gbps / run.copy.gbps}};

@@ -14,6 +14,8 @@ enum class ErrorCode {
   Unsupported,      // valid, but outside what this build executes (dtype, node, version)
   InvalidArgument,  // a caller's input does not match the program
   Runtime,          // a failure while executing (shape mismatch, bad index value, ...)
+  ResourceLimit,    // a tensor would exceed the memory limit (SessionOptions::max_memory_bytes) or the
+                    // device ran out of memory
 };
 
 const char* error_code_name(ErrorCode code);

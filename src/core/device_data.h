@@ -21,6 +21,8 @@ class DeviceData {
   // Writes elements [first, first + count) of the flattened tensor in host layout to `out`,
   // reading no more of the device's copy than the words that hold them.
   virtual void download_elements(int64_t first, int64_t count, uint8_t* out) const = 0;
+  // The device memory this copy holds (for memory profiles).
+  virtual uint64_t device_bytes() const = 0;
 };
 
 struct TensorDeviceAccess {
@@ -34,6 +36,12 @@ struct TensorDeviceAccess {
   // How many tensors share t's storage (1: t alone), to decide whether a kernel may write its
   // device copy in place.
   static long storage_users(const Tensor& t);
+  // Forget t's device copy (it must have host bytes) or its host bytes (it must have a device
+  // copy), for every tensor sharing its storage: the one left is read from then on.
+  static void drop_device_copy(const Tensor& t);
+  static void drop_host_copy(const Tensor& t);
+  // The storage t shares with its views (for counting shared bytes once), or null.
+  static const void* storage_identity(const Tensor& t);
 };
 
 }  // namespace wgml

@@ -147,4 +147,30 @@ Tensor cast(const Tensor& x, DType dtype) {
   return out;
 }
 
+std::vector<float> to_floats(const Tensor& x) {
+  std::vector<float> out(static_cast<size_t>(x.numel()));
+  to_floats(x, out.data());
+  return out;
+}
+
+void to_floats(const Tensor& x, float* out) {
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const uint8_t* data = x.data();
+  const auto* halves = reinterpret_cast<const uint16_t*>(data);
+  switch (x.dtype()) {
+    case DType::Float32:
+      std::memcpy(out, data, static_cast<size_t>(n) * sizeof(float));
+      break;
+    case DType::BFloat16:
+      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(halves[i]);
+      break;
+    case DType::Float16:
+      for (int64_t i = 0; i < n; ++i) out[i] = f16_to_float(halves[i]);
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(load_as_double(x.dtype(), data, i));
+  }
+}
+
 }  // namespace wgml

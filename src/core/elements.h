@@ -2,6 +2,7 @@
 // Element-wise access to tensor bytes of any dtype, through double (floats) or int64 (integers).
 // The CPU reference and the runtime's casts use these; they favour clarity over speed.
 #include <cstdint>
+#include <vector>
 
 #include "wgml/tensor.h"
 
@@ -17,5 +18,11 @@ void store_int64(DType t, uint8_t* base, int64_t i, int64_t v);
 
 // A copy of `x` converted to `dtype` (a plain copy when the dtypes match).
 Tensor cast(const Tensor& x, DType dtype);
+
+// x's elements as floats, in flat order (a logits row for sampling, a weight widened for the GPU):
+// one conversion per element for float32, bfloat16 and float16, through double for the rest. The
+// second form writes x.numel() floats to `out`.
+std::vector<float> to_floats(const Tensor& x);
+void to_floats(const Tensor& x, float* out);
 
 }  // namespace wgml

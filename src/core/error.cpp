@@ -16,6 +16,8 @@ const char* error_code_name(ErrorCode code) {
       return "invalid-argument";
     case ErrorCode::Runtime:
       return "runtime";
+    case ErrorCode::ResourceLimit:
+      return "resource-limit";
   }
   return "?";
 }

@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "core/device_data.h"
+#include "core/host_memory.h"
+#include "core/memory_budget.h"
 #include "wgml/error.h"
 
 namespace wgml {
@@ -14,6 +16,8 @@ struct Tensor::Storage {
   bool writable = false;
   // A device's copy of the same bytes; when `data` is null, the only copy (read on first access).
   std::shared_ptr<const DeviceData> device;
+  MemoryCharge charge;           // the bytes allocated with the storage (host or device)
+  MemoryCharge download_charge;  // the host copy of a device tensor, once read
 };
 
 namespace {
@@ -24,7 +28,8 @@ int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error(ErrorCode::Runtime, "negative dimension in tensor shape");
-    if (d != 0 && n > kMaxTensorBytes / d) throw Error(ErrorCode::Runtime, "tensor shape too large");
+    if (d != 0 && n > kMaxTensorBytes / d)
+      throw Error(ErrorCode::ResourceLimit, "tensor shape " + describe_shape(shape) + " has more than 2^40 elements");
     n *= d;
   }
   return n;
@@ -32,15 +37,17 @@ int64_t shape_numel(const Shape& shape) {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   const size_t size = nbytes();
-  auto bytes = std::shared_ptr<uint8_t[]>(new uint8_t[size == 0 ? 1 : size]());
-  storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true, nullptr});
+  MemoryCharge charge(size, dtype_, shape_);  // refuses before allocating
+  auto bytes = allocate_tensor_bytes(size);
+  storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true, nullptr, std::move(charge), {}});
 }
 
 Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<const void> owner, const uint8_t* data) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  t.storage_ = std::make_shared<Storage>(Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr});
+  t.storage_ =
+      std::make_shared<Storage>(Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr, {}, {}});
   return t;
 }
 
@@ -54,7 +61,8 @@ const uint8_t* Tensor::data() const {
   if (!storage_) return nullptr;
   Storage& s = *storage_;
   if (!s.data && s.device) {
-    auto bytes = std::shared_ptr<uint8_t[]>(new uint8_t[s.size == 0 ? 1 : s.size]());
+    s.download_charge = MemoryCharge(s.size, dtype_, shape_);
+    auto bytes = allocate_tensor_bytes(s.size);
     s.device->download(bytes.get(), s.size);
     s.owner = bytes;
     s.data = bytes.get();
@@ -75,7 +83,9 @@ Tensor TensorDeviceAccess::on_device(DType dtype, Shape shape, std::shared_ptr<c
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  t.storage_ = std::make_shared<Tensor::Storage>(Tensor::Storage{nullptr, nullptr, t.nbytes(), false, std::move(device)});
+  MemoryCharge charge(t.nbytes(), t.dtype_, t.shape_);
+  t.storage_ = std::make_shared<Tensor::Storage>(
+      Tensor::Storage{nullptr, nullptr, t.nbytes(), false, std::move(device), std::move(charge), {}});
   return t;
 }
 
@@ -90,6 +100,20 @@ void TensorDeviceAccess::attach(const Tensor& t, std::shared_ptr<const DeviceDat
 bool TensorDeviceAccess::has_host_bytes(const Tensor& t) { return t.storage_ && t.storage_->data; }
 
 long TensorDeviceAccess::storage_users(const Tensor& t) { return t.storage_ ? t.storage_.use_count() : 0; }
+
+void TensorDeviceAccess::drop_device_copy(const Tensor& t) {
+  if (t.storage_ && t.storage_->data) t.storage_->device.reset();
+}
+
+void TensorDeviceAccess::drop_host_copy(const Tensor& t) {
+  if (!t.storage_ || !t.storage_->device) return;
+  Tensor::Storage& s = *t.storage_;
+  s.owner.reset();
+  s.data = nullptr;
+  s.writable = false;
+}
+
+const void* TensorDeviceAccess::storage_identity(const Tensor& t) { return t.storage_.get(); }
 
 Tensor Tensor::flat_range(int64_t first, int64_t count) const {
   if (first < 0 || count < 0 || first > numel() || count > numel() - first)

@@ -53,9 +53,12 @@ std::vector<size_t> method_outputs(const std::vector<int64_t>& arguments, const 
 }  // namespace
 
 ir::Model load_model(const std::string& path, const LoadOptions& options) {
+  return load_model(path, io::map_file(path), options);
+}
+
+ir::Model load_model(const std::string& path, const io::ByteView& file, const LoadOptions& options) {
   ir::Model model;
   model.path = path;
-  const io::ByteView file = io::map_file(path);
   if (file.size == 0)
     throw Error(ErrorCode::InvalidFormat,
                 path + ": byte 0: expected an ExecuTorch program or an MLX delegate payload, found an empty file");

@@ -13,5 +13,8 @@ struct LoadOptions {
 
 // Detects the format from the file's bytes, verifies and validates everything. Throws wgml::Error.
 ir::Model load_model(const std::string& path, const LoadOptions& options = {});
+// The same for a file's bytes already in memory; `path` names it in errors, and its extension and
+// folder are used as for a file (.onnx; a payload's constants and external data beside it).
+ir::Model load_model(const std::string& path, const io::ByteView& file, const LoadOptions& options = {});
 
 }  // namespace wgml::frontend

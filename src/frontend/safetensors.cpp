@@ -35,7 +35,8 @@ ir::NamedData read_safetensors(const io::ByteView& file, const std::string& path
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
       fail(path, "tensor '" + key + "': expected data_offsets [begin, end]");
     const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    if (end < begin || !file.contains(data_begin + begin, end - begin))
+    // begin is checked against the file first: data_begin + begin must not wrap around.
+    if (end < begin || begin > file.size || !file.contains(data_begin + begin, end - begin))
       fail(path, "tensor '" + key + "': data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
                      ") lie outside the file");
     out[key] = file.sub(data_begin + begin, end - begin);

@@ -1,5 +1,6 @@
 #include "gpu/buffer_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <string>
@@ -117,41 +118,97 @@ PooledBuffer BufferPool::acquire(uint64_t bytes, BufferKind kind, std::string_vi
   out.size_ = size;
   out.capacity_ = capacity;
   out.kind_ = kind;
-  if (take_free({kind, capacity}, out)) {
+  const size_t position = kind == BufferKind::Storage ? position_++ : 0;
+  if ((kind == BufferKind::Storage && take_lent_before(position, capacity, out)) || take_free(kind, capacity, out)) {
     ++stats_.reused;
   } else {
     out.handle_ = device_.create_buffer(capacity, usage_of(kind), label_of(kind), op);
     out.id_ = next_buffer_id();
     ++stats_.created;
     stats_.bytes_allocated += capacity;
+    stats_.peak_bytes_allocated = std::max(stats_.peak_bytes_allocated, stats_.bytes_allocated);
   }
-  out.pool_ = this;
+  lend(out);
+  if (kind == BufferKind::Storage) {
+    if (position >= lent_in_order_.size()) lent_in_order_.resize(position + 1);
+    lent_in_order_[position] = {out.id_, out.capacity_};
+  }
   return out;
 }
 
-bool BufferPool::take_free(const ClassKey& key, PooledBuffer& out) {
-  auto it = free_.find(key);
-  if (it == free_.end() || it->second.empty()) return false;
+// The buffer this request's place in the run got last time, when it is free and of a class the
+// request may take (as take_free: its own up to twice it).
+bool BufferPool::take_lent_before(size_t position, uint64_t capacity, PooledBuffer& out) {
+  if (position >= lent_in_order_.size()) return false;
+  const auto [id, class_bytes] = lent_in_order_[position];
+  if (class_bytes < capacity || class_bytes > 2 * capacity) return false;
+  const auto it = free_.find({BufferKind::Storage, class_bytes});
+  if (it == free_.end()) return false;
   std::vector<FreeBuffer>& buffers = it->second;
-  // Oldest first: the earliest released buffer is the likeliest to be finished.
-  auto finished = [&](uint64_t completed) {
-    for (size_t i = 0; i < buffers.size(); ++i)
-      if (buffers[i].fence <= completed) return i;
-    return buffers.size();
-  };
-  size_t index = finished(device_.last_completed());
-  if (index == buffers.size()) index = finished(device_.completed());
-  if (index == buffers.size()) return false;
-  out.handle_ = buffers[index].handle;
-  out.id_ = buffers[index].id;
-  buffers.erase(buffers.begin() + index);
+  const auto found = std::find_if(buffers.begin(), buffers.end(), [&](const FreeBuffer& b) { return b.id == id; });
+  if (found == buffers.end()) return false;
+  out.handle_ = found->handle;
+  out.id_ = found->id;
+  out.capacity_ = class_bytes;
+  buffers.erase(found);
   --stats_.free_buffers;
   return true;
+}
+
+void BufferPool::lend(PooledBuffer& buffer) {
+  buffer.pool_ = this;
+  ++stats_.buffers_in_use;
+  stats_.bytes_in_use += buffer.capacity_;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+}
+
+// Which free buffer of a class may be lent now. Storage buffers are only ever used by work on the
+// queue (kernels, copies, queue writes), which runs in order: a new use of a freed one is ordered
+// after its last use, so it is lent at once, even within the work being recorded. That is what
+// lets a run's temps share buffers. Staging and readback buffers are written or read by the host:
+// they wait until the GPU has finished the submission that last used them (oldest first, the
+// likeliest to be finished).
+std::optional<size_t> BufferPool::usable(BufferKind kind, const std::vector<FreeBuffer>& buffers) {
+  if (buffers.empty()) return std::nullopt;
+  if (kind == BufferKind::Storage) return buffers.size() - 1;  // the most recently freed: warm in caches
+  auto finished = [&](uint64_t completed) -> std::optional<size_t> {
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (buffers[i].fence <= completed) return i;
+    return std::nullopt;
+  };
+  if (auto index = finished(device_.last_completed())) return index;
+  return finished(device_.completed());
+}
+
+// Storage requests take the smallest free class from theirs up to twice theirs (greedy by size, as
+// onnxruntime's and ExecuTorch's planners share buffers); the others take their class only.
+bool BufferPool::take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out) {
+  const uint64_t largest = kind == BufferKind::Storage ? 2 * capacity : capacity;
+  for (auto it = free_.lower_bound({kind, capacity}); it != free_.end() && it->first.first == kind && it->first.second <= largest;
+       ++it) {
+    std::vector<FreeBuffer>& buffers = it->second;
+    const std::optional<size_t> index = usable(kind, buffers);
+    if (!index) continue;
+    out.handle_ = buffers[*index].handle;
+    out.id_ = buffers[*index].id;
+    out.capacity_ = it->first.second;
+    buffers.erase(buffers.begin() + static_cast<std::ptrdiff_t>(*index));
+    --stats_.free_buffers;
+    return true;
+  }
+  return false;
 }
 
 void BufferPool::give_back(PooledBuffer& buffer) {
   free_[{buffer.kind_, buffer.capacity_}].push_back({buffer.handle_, buffer.id_, device_.work_fence()});
   ++stats_.free_buffers;
+  --stats_.buffers_in_use;
+  stats_.bytes_in_use -= buffer.capacity_;
+}
+
+void BufferPool::reset_peaks() {
+  stats_.peak_bytes_allocated = stats_.bytes_allocated;
+  stats_.peak_bytes_in_use = stats_.bytes_in_use;
 }
 
 void BufferPool::trim() {

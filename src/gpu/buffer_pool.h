@@ -2,6 +2,7 @@
 // GPU buffers by size class, reused once the GPU has finished the work that last used them.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -60,9 +61,6 @@ class PooledBuffer {
  private:
   friend class BufferPool;
 
-  // Maps the first `size` bytes of a Readback buffer for reading, waiting until the GPU work that
-  // writes it has finished. The caller unmaps it.
-  void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op);
   BufferPool* pool_ = nullptr;
   WGPUBuffer handle_ = nullptr;
   uint64_t id_ = 0;
@@ -85,13 +83,24 @@ class BufferPool {
   // Destroys the free buffers the GPU has finished with (their memory goes back to the device).
   void trim();
 
+  // Marks the start of a run. The storage requests of a run that repeats the previous one's (a
+  // decode step) get, where it is free, the buffer the same request got then: the recorder's bind
+  // groups, keyed by buffer ids, are then found instead of made at every step.
+  void restart_sequence() { position_ = 0; }
+
   struct Stats {
     uint64_t created = 0;  // buffers made by the device
     uint64_t reused = 0;   // requests served from the pool
     uint64_t free_buffers = 0;
     uint64_t bytes_allocated = 0;  // all buffers the pool made and has not destroyed
+    uint64_t buffers_in_use = 0;   // on loan
+    uint64_t bytes_in_use = 0;     // capacity of the buffers on loan
+    uint64_t peak_bytes_allocated = 0;
+    uint64_t peak_bytes_in_use = 0;
   };
   const Stats& stats() const { return stats_; }
+  // Starts new peaks from what is allocated and in use now.
+  void reset_peaks();
   Device& device() { return device_; }
 
  private:
@@ -104,11 +113,16 @@ class BufferPool {
   using ClassKey = std::pair<BufferKind, uint64_t>;
 
   void give_back(PooledBuffer& buffer);
-  bool take_free(const ClassKey& key, PooledBuffer& out);
+  bool take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out);
+  bool take_lent_before(size_t position, uint64_t capacity, PooledBuffer& out);
+  std::optional<size_t> usable(BufferKind kind, const std::vector<FreeBuffer>& buffers);
+  void lend(PooledBuffer& buffer);
   void destroy(WGPUBuffer handle, uint64_t capacity);
 
   Device& device_;
   std::map<ClassKey, std::vector<FreeBuffer>> free_;
+  std::vector<std::pair<uint64_t, uint64_t>> lent_in_order_;  // (id, class) of the run's storage requests
+  size_t position_ = 0;                                       // the next storage request's place in the run
   Stats stats_;
 };
 

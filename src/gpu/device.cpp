@@ -396,6 +396,8 @@ void Device::check(std::string_view op) {
   }
 }
 
+bool Device::lost() const { return state_->lost; }
+
 WGPUBuffer Device::create_buffer(uint64_t size, WGPUFlags usage, std::string_view label, std::string_view op) {
   if (size > limits_.maxBufferSize)
     throw GpuError(GpuErrorKind::TooLarge, op,

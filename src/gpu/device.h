@@ -71,6 +71,8 @@ class Device {
 
   // Throws the error the device reported outside any error scope, or DeviceLost, naming `op`.
   void check(std::string_view op);
+  // Whether the implementation reported the device lost: nothing can run on it any more.
+  bool lost() const;
 
   // Submits one command buffer (releasing it) and returns the submission's serial number.
   // Serials start at 1 and increase by one per submission.

@@ -12,8 +12,9 @@ ErrorCode error_code_of(GpuErrorKind kind) {
       return ErrorCode::Unsupported;
     case GpuErrorKind::BadSelection:
       return ErrorCode::InvalidArgument;
-    case GpuErrorKind::Validation:
     case GpuErrorKind::OutOfMemory:
+      return ErrorCode::ResourceLimit;
+    case GpuErrorKind::Validation:
     case GpuErrorKind::Internal:
     case GpuErrorKind::DeviceLost:
     case GpuErrorKind::Timeout:

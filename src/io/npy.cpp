@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
 
 #include "io/bytes.h"
 #include "wgml/error.h"
@@ -25,26 +24,47 @@ constexpr Descr kDescrs[] = {
   throw Error(ErrorCode::InvalidArgument, path + ": " + msg);
 }
 
+// The value of 'key' in the header's Python dict literal: a quoted string, True, False or a tuple.
+// Parsed by hand: std::regex backtracks and recurses on long untrusted headers.
 std::string header_field(const std::string& header, const std::string& key, const std::string& path) {
-  const std::regex re("'" + key + "'\\s*:\\s*('[^']*'|True|False|\\([^)]*\\))");
-  std::smatch m;
-  if (!std::regex_search(header, m, re)) fail(path, "npy header lacks '" + key + "'");
-  return m[1].str();
+  const std::string quoted = "'" + key + "'";
+  size_t at = header.find(quoted);
+  if (at == std::string::npos) fail(path, "npy header lacks '" + key + "'");
+  at = header.find_first_not_of(' ', at + quoted.size());
+  if (at == std::string::npos || header[at] != ':') fail(path, "npy header: expected ':' after '" + key + "'");
+  at = header.find_first_not_of(' ', at + 1);
+  if (at == std::string::npos) fail(path, "npy header: '" + key + "' has no value");
+  const char open = header[at];
+  if (open == '\'' || open == '(') {
+    const size_t end = header.find(open == '(' ? ')' : '\'', at + 1);
+    if (end == std::string::npos) fail(path, "npy header: the value of '" + key + "' is not closed");
+    return header.substr(at, end + 1 - at);
+  }
+  for (const std::string word : {"True", "False"})
+    if (header.compare(at, word.size(), word) == 0) return word;
+  fail(path, "npy header: expected a string, True, False or a tuple for '" + key + "'");
 }
 
+// "(2, 3)", "(3,)" or "()".
 Shape parse_shape(const std::string& tuple, const std::string& path) {
+  if (tuple.front() != '(' || tuple.find_first_not_of("0123456789, ", 1) != tuple.size() - 1)
+    fail(path, "npy shape " + tuple + ": expected a tuple of non-negative integers");
   Shape shape;
-  const std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(tuple.begin(), tuple.end(), num); it != std::sregex_iterator(); ++it)
-    shape.push_back(std::stoll(it->str()));
+  for (size_t at = tuple.find_first_of("0123456789"); at != std::string::npos; at = tuple.find_first_of("0123456789", at)) {
+    const size_t end = tuple.find_first_not_of("0123456789", at);
+    if (end - at > 15) fail(path, "npy shape " + tuple + ": a dimension above 10^15");
+    shape.push_back(std::stoll(tuple.substr(at, end - at)));
+    at = end;
+  }
   if (shape.size() > 32) fail(path, "npy shape has more than 32 dimensions");
   return shape;
 }
 
 }  // namespace
 
-Tensor read_npy(const std::string& path, std::optional<DType> expected) {
-  const ByteView file = map_file(path);
+Tensor read_npy(const std::string& path, std::optional<DType> expected) { return parse_npy(map_file(path), path, expected); }
+
+Tensor parse_npy(const ByteView& file, const std::string& path, std::optional<DType> expected) {
   if (file.size < 10 || std::memcmp(file.data, "\x93NUMPY", 6) != 0) fail(path, "byte 0: expected the .npy magic \"\\x93NUMPY\"");
   const uint8_t major = file.data[6];
   const size_t len_bytes = major == 1 ? 2 : 4;

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "io/bytes.h"
 #include "wgml/tensor.h"
 
 namespace wgml::io {
@@ -10,6 +11,8 @@ namespace wgml::io {
 // NumPy has no bfloat16: a "<u2" file is read as bfloat16 when `expected` says so, and bfloat16
 // tensors are written as "<u2" holding the raw bits.
 Tensor read_npy(const std::string& path, std::optional<DType> expected = std::nullopt);
+// The same for a file's bytes; `path` names it in errors.
+Tensor parse_npy(const ByteView& file, const std::string& path, std::optional<DType> expected = std::nullopt);
 void write_npy(const std::string& path, const Tensor& tensor);
 
 }  // namespace wgml::io

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -57,6 +58,11 @@ struct OnnxOp {
   std::vector<std::optional<Tid>> inputs;  // nullopt: an omitted optional input
   std::vector<std::optional<Tid>> outputs;
   std::vector<OnnxAttribute> attributes;
+  // A fused op (runtime/fusion.h): the chain of the instructions it stands for, which run in its
+  // place where a backend has no kernel for it; and its int attributes read from value slots when
+  // it runs (a cache slice's bound).
+  std::optional<uint32_t> parts_chain;
+  std::vector<std::pair<std::string, Vid>> value_attributes;
 
   const OnnxAttribute::Value* attribute(std::string_view attr_name) const;
 };

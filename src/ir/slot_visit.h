@@ -70,7 +70,7 @@ void visit_slots(const Node& node, OnTid on_tid, OnVid on_vid) {
       node);
 }
 
-// An ONNX op reads its inputs and writes its outputs; it has no value slots.
+// An ONNX op reads its inputs and writes its outputs; a fused op also reads value slots.
 template <class OnTid, class OnVid>
 void visit_slots(const Instruction& instruction, OnTid on_tid, OnVid on_vid) {
   if (const Node* node = as_node(instruction)) return visit_slots(*node, on_tid, on_vid);
@@ -81,6 +81,7 @@ void visit_slots(const Instruction& instruction, OnTid on_tid, OnVid on_vid) {
   };
   visit_list(op.inputs, "inputs", FieldRole::Read);
   visit_list(op.outputs, "outputs", FieldRole::Write);
+  for (const auto& [name, vid] : op.value_attributes) on_vid(vid, name);
 }
 
 }  // namespace wgml::ir

@@ -95,7 +95,7 @@ std::vector<Decomposition> load_decompositions(const std::string& path) {
   Json root;
   try {
     root = Json::parse(text.str());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number such as 1E400
     throw Error(ErrorCode::InvalidFormat, path + ": not valid JSON: " + e.what());
   }
   return DecompositionParser(path).run(root);

@@ -203,9 +203,12 @@ class Planner {
     }
   }
 
-  // An attribute takes the kind of its default (an int given for a float default becomes a float).
+  // An attribute takes the kind of its default: an int given for a float default becomes a float,
+  // 0 or 1 for a bool default that bool (ONNX attributes and fused ops have no bools).
   Value conform(const AttributeSpec& a, const Value& default_value, const Value& value) const {
     if (default_value.is_float() && value.is_int()) return Value(static_cast<double>(value.as_int()));
+    if (default_value.is_bool() && value.is_int() && (value.as_int() == 0 || value.as_int() == 1))
+      return Value(value.as_int() == 1);
     if (default_value.kind() != value.kind())
       fail(ErrorCode::InvalidArgument, "attribute '" + a.name + "' must be a " + kind_name(default_value.kind()) +
                                            " like its default " + default_value.repr() + ", found " + value.repr());

@@ -619,7 +619,7 @@ std::vector<KernelSpec> parse_specs(const std::string& json_text, const std::str
   Json root;
   try {
     root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number such as 1E400
     throw Error(ErrorCode::InvalidFormat, file + ": not valid JSON: " + e.what());
   }
   std::vector<KernelSpec> specs;

@@ -33,7 +33,7 @@ void TunableOverrides::load_adapter_file(const std::string& path) {
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number such as 1E400
     throw Error(ErrorCode::InvalidFormat, path + ": not valid JSON: " + e.what());
   }
   if (!root.is_object()) throw Error(ErrorCode::InvalidFormat, path + ": expected an object of Op: {NAME: value}");

@@ -58,10 +58,7 @@ std::vector<float> Generator::forward(std::span<const int64_t> tokens) {
   const Tensor* logits = std::get_if<Tensor>(&outputs[0]);
   if (!logits || logits->numel() < vocab_size_ || logits->numel() % vocab_size_ != 0)
     throw Error(ErrorCode::Runtime, "generate: output 0 is not a whole number of logits rows of " + std::to_string(vocab_size_));
-  const Tensor row = logits->flat_range(logits->numel() - vocab_size_, vocab_size_);
-  std::vector<float> values(vocab_size_);
-  for (int64_t i = 0; i < vocab_size_; ++i) values[i] = static_cast<float>(load_as_double(row.dtype(), row.data(), i));
-  return values;
+  return to_floats(logits->flat_range(logits->numel() - vocab_size_, vocab_size_));
 }
 
 std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const GenerationOptions& options,

@@ -15,6 +15,9 @@ namespace wgml::runtime {
 
 using KernelFn = void (*)(const ir::Node&, ExecContext&);
 using OnnxKernelFn = void (*)(const ir::OnnxOp&, ExecContext&);
+// Runs a fused op (runtime/fusion.h) as one kernel; false when it does not fit one, and then the
+// executor runs the op's parts.
+using FusedKernelFn = bool (*)(const ir::OnnxOp&, ExecContext&);
 
 class KernelTable {
  public:
@@ -33,9 +36,28 @@ class KernelTable {
   }
   const std::map<std::pair<std::string, std::string>, OnnxKernelFn>& onnx_kernels() const { return onnx_; }
 
+  // Set by a backend that runs fused ops: the executor then fuses the programs it runs.
+  void set_fused(FusedKernelFn fn) { fused_ = fn; }
+  FusedKernelFn fused() const { return fused_; }
+
  private:
   std::array<KernelFn, ir::kMaxNodeUnionId + 1> table_{};
   std::map<std::pair<std::string, std::string>, OnnxKernelFn> onnx_;
+  FusedKernelFn fused_ = nullptr;
+};
+
+// Where an instruction reads its tensors' bytes: on the host (a CPU kernel), on the device (a GPU
+// kernel), or either or neither (a view, control flow, a kernel chosen at run time).
+enum class ReadSide { Host, Device, Unknown };
+
+// The device memory a backend holds, in bytes (all zero for the CPU backend: its tensors are host
+// memory, counted by host_tensor_memory).
+struct DeviceMemory {
+  uint64_t allocated = 0;  // buffers made and not destroyed, free ones included
+  uint64_t in_use = 0;     // buffers holding tensors or scratch now
+  uint64_t peak_allocated = 0;
+  uint64_t peak_in_use = 0;
+  uint64_t buffers_in_use = 0;
 };
 
 class Backend {
@@ -48,6 +70,11 @@ class Backend {
   virtual void attach(ExecContext& ctx) const {}
   // Called after each run's main chain: a backend starts the work it has queued.
   virtual void end_run(ExecContext& ctx) const {}
+  virtual DeviceMemory device_memory() const { return {}; }
+  // Where `instruction` reads its tensors (runtime/copy_drops.h). Unknown unless a backend knows.
+  virtual ReadSide read_side(const ir::Instruction& instruction) const { return ReadSide::Unknown; }
+  // Starts new peaks of device_memory() from what is held now.
+  virtual void reset_device_peaks() const {}
 };
 
 }  // namespace wgml::runtime

@@ -1,9 +1,13 @@
 #include "runtime/executor.h"
 
+#include <chrono>
 #include <limits>
 
 #include "core/elements.h"
+#include "runtime/copy_drops.h"
+#include "runtime/fusion.h"
 #include "runtime/native_ops.h"
+#include "runtime/release_plan.h"
 
 namespace wgml::runtime {
 namespace {
@@ -58,19 +62,35 @@ void check_input_count(size_t found, size_t expected, const std::string& path) {
                 path + ": expected " + std::to_string(expected) + " inputs, found " + std::to_string(found));
 }
 
+// The model as `backend` runs it: with fused ops where it has a kernel for them.
+std::shared_ptr<const ir::Model> for_backend(std::shared_ptr<const ir::Model> model, const Backend& backend) {
+  if (!backend.kernels().fused()) return model;
+  auto fused = std::make_shared<ir::Model>(*model);
+  fuse_instructions(fused->program);
+  return fused;
+}
+
 }  // namespace
 
 Executor::Executor(std::shared_ptr<const ir::Model> model, const Backend& backend)
-    : model_(std::move(model)), backend_(backend), ctx_(model_->program) {
+    : model_(for_backend(std::move(model), backend)),
+      backend_(backend),
+      ctx_(model_->program),
+      releases_(plan_releases(model_->program).after),
+      copy_drops_(plan_copy_drops(model_->program, backend)) {
   backend_.attach(ctx_);
   bind_constants();
+  reset();
+  fold_constants();
+}
+
+void Executor::reset() {
   zero_mutable_buffers();
   const ir::Program& p = model_->program;
   if (p.has_init_chain()) {
     run_chain(static_cast<uint32_t>(p.init_chain_idx));
     reset_transients();
   }
-  fold_constants();
 }
 
 void Executor::fold_constants() {
@@ -115,6 +135,7 @@ void Executor::zero_mutable_buffers() {
 std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
   const ir::Program& p = model_->program;
   bind_inputs(inputs);
+  if (profiling_) memory_watch_.start_run();
   std::vector<Value> outputs;
   try {
     run_chain(p.main_chain_idx);
@@ -194,12 +215,24 @@ void Executor::run_chain(uint32_t chain) {
   const auto& instructions = model_->program.chains[chain].instructions;
   const bool main = chain == model_->program.main_chain_idx && !folded_results_.empty();
   for (size_t i = 0; i < instructions.size(); ++i) {
-    if (!main || !folding_.folded[i]) {
+    if (main && folding_.folded[i]) {
+      for (const auto& [slot, tensor] : folded_results_[i]) ctx_.set_tensor(slot, tensor);
+    } else {
       run_instruction(chain, i, instructions[i]);
-      continue;
+      drop_dead_copies(chain, i);
     }
-    for (const auto& [slot, tensor] : folded_results_[i]) ctx_.set_tensor(slot, tensor);
+    for (ir::Tid t : releases_[chain][i]) ctx_.clear_tensor(t);
+    if (profiling_) memory_watch_.after_instruction(ctx_, backend_, chain, i);
   }
+}
+
+// Below this size a second copy costs little, and a small integer tensor's host copy is what lets
+// a WebGPU run compute positions on the host (see the backend's small_values_on_host).
+constexpr size_t kSmallestDroppedCopy = 64 << 10;
+
+void Executor::drop_dead_copies(uint32_t chain, size_t index) {
+  for (const CopyDrop& d : copy_drops_[chain][index])
+    if (ctx_.has_tensor(d.tensor)) drop_dead_copy(ctx_.tensor(d.tensor), d.keep, kSmallestDroppedCopy);
 }
 
 std::string Executor::where(uint32_t chain, size_t index, const ir::Instruction& instruction) const {
@@ -212,13 +245,27 @@ std::string Executor::where(uint32_t chain, size_t index, const ir::Instruction&
 
 void Executor::run_instruction(uint32_t chain, size_t index, const ir::Instruction& instruction) {
   const ir::Node* node = ir::as_node(instruction);
-  // Control flow reports errors from inside its body chains, already located.
+  // Control flow and fused ops' parts report errors from inside their chains, already located.
   if (node) {
     if (const auto* scan = std::get_if<ir::ScanNode>(node)) return run_scan(*scan);
     if (const auto* branch = std::get_if<ir::IfNode>(node)) return run_if(*branch);
   }
+  if (const auto* op = std::get_if<ir::OnnxOp>(&instruction); op && op->parts_chain) {
+    if (!run_fused_kernel(chain, index, *op)) run_chain(*op->parts_chain);
+    return;
+  }
+  if (!profiling_) return run_located(chain, index, instruction);
+  const auto start = std::chrono::steady_clock::now();
+  run_located(chain, index, instruction);
+  OpTime& time = op_times_[ir::instruction_name(instruction)];
+  ++time.calls;
+  time.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  time.native = node && is_native_op(node->index() + 1);
+}
+
+void Executor::run_located(uint32_t chain, size_t index, const ir::Instruction& instruction) {
   try {
-    if (node)
+    if (const ir::Node* node = ir::as_node(instruction))
       run_node(*node);
     else
       run_onnx_op(std::get<ir::OnnxOp>(instruction));
@@ -226,6 +273,15 @@ void Executor::run_instruction(uint32_t chain, size_t index, const ir::Instructi
     throw Error(e.code(), where(chain, index, instruction) + ": " + e.what());
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::Runtime, where(chain, index, instruction) + ": out of memory");
+  }
+}
+
+bool Executor::run_fused_kernel(uint32_t chain, size_t index, const ir::OnnxOp& op) {
+  const FusedKernelFn kernel = backend_.kernels().fused();
+  try {
+    return kernel && kernel(op, ctx_);
+  } catch (const Error& e) {
+    throw Error(e.code(), where(chain, index, op) + ": " + e.what());
   }
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target for SECONDS (default 60) on a scratch copy of its seed corpus and
-# fails on any finding (crash, sanitizer report, leak, timeout, out-of-memory). Inputs saved under
-# regressions/<target>/ (past findings) are replayed first and must not crash.
+# Runs every libFuzzer target on a scratch copy of its seed corpus and fails on any finding (crash,
+# sanitizer report, leak, timeout, out-of-memory). The loaders (payload, pte, onnx) run SECONDS
+# each (default 60), the newer targets (execute, spec, npy, safetensors, tensor_proto) half of it:
+# 2.5 minutes together at the default. Inputs saved under regressions/<target>/ (past findings)
+# are replayed first and must not crash.
 #   tests/fuzz/run_fuzz_smoke.sh BUILD_DIR [SECONDS]
 # BUILD_DIR is a clang build configured with -DWGML_FUZZ=ON.
 set -euo pipefail
@@ -9,11 +11,25 @@ set -euo pipefail
 build=${1:?usage: run_fuzz_smoke.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
 here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/wgml_fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# target  seconds  max_len  seed folders (under the repository)
+targets=(
+  "payload      $seconds        8192  tests/fuzz/corpus/payload"
+  "pte          $seconds        8192  tests/fuzz/corpus/pte"
+  "onnx         $seconds        8192  tests/fuzz/corpus/onnx"
+  "execute      $((seconds / 2)) 8192  tests/fuzz/corpus/payload tests/fuzz/corpus/pte tests/fuzz/corpus/onnx"
+  "spec         $((seconds / 2)) 16384 kernels/specs/mlx kernels/specs/ai.onnx"
+  "npy          $((seconds / 2)) 4096  tests/fuzz/corpus/npy"
+  "safetensors  $((seconds / 2)) 4096  tests/fuzz/corpus/safetensors"
+  "tensor_proto $((seconds / 2)) 4096  tests/fuzz/corpus/tensor_proto"
+)
+
 status=0
-for target in payload pte onnx; do
+for entry in "${targets[@]}"; do
+  read -r target target_seconds max_len seeds <<<"$entry"
   bin="$build/tests/fuzz/fuzz_$target"
   if [[ ! -x "$bin" ]]; then
     echo "run_fuzz_smoke: $bin not found (configure with -DWGML_FUZZ=ON and build it)" >&2
@@ -30,10 +46,12 @@ for target in payload pte onnx; do
     fi
   fi
   mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
-  cp "$here/corpus/$target/"* "$work/$target/corpus/"
-  echo "== fuzz_$target: ${seconds}s"
+  for seed in $seeds; do
+    [[ -d "$repo/$seed" ]] && find "$repo/$seed" -type f -exec cp {} "$work/$target/corpus/" \;
+  done
+  echo "== fuzz_$target: ${target_seconds}s"
   set +e
-  "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+  "$bin" -max_total_time="$target_seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
     -print_final_stats=1 -artifact_prefix="$work/$target/artifacts/" \
     -dict="$here/wgml.dict" "$work/$target/corpus" >"$work/$target/log" 2>&1
   rc=$?

@@ -97,6 +97,9 @@ TEST(SpecValidation, UnknownKeysAndWrongTypes) {
   EXPECT_THAT(spec_error(j), HasSubstr("variants[1].id: variant id 'main' is used twice"));
   EXPECT_THAT(error_of([] { parse_spec("{\"domain\": ", "bad.json"); }, ErrorCode::InvalidFormat),
               HasSubstr("bad.json: not valid JSON"));
+  // nlohmann reports a number beyond double as out_of_range, not parse_error (found by fuzz_spec).
+  EXPECT_THAT(error_of([] { parse_spec("[1E330]", "big.json"); }, ErrorCode::InvalidFormat),
+              HasSubstr("big.json: not valid JSON: [json.exception.out_of_range.406] number overflow"));
 }
 
 TEST(SpecValidation, BadExpressionsNamePathAndColumn) {

@@ -42,9 +42,9 @@ void print_stats(const GenerationStats& s, bool details) {
   const double n = static_cast<double>(s.decode_steps);
   std::fprintf(stderr,
                "per decode token: %.1f dispatches, %.1f submits, %.0f bytes uploaded, %.0f bytes read, %.2f buffers created, "
-               "%.2f pipelines compiled\n",
+               "%.2f bind groups created, %.2f pipelines compiled\n",
                t.dispatches / n, t.submits / n, t.bytes_uploaded / n, t.bytes_read / n, t.buffers_created / n,
-               t.pipelines_compiled / n);
+               t.bind_groups_created / n, t.pipelines_compiled / n);
 }
 
 std::string model_directory(const std::string& model) {

@@ -1,13 +1,13 @@
 // wgml command line: inspect and run MLX-delegate programs and ONNX models.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/webgpu/gpu_context.h"
-#include "backend/webgpu/webgpu_backend.h"
+#include "api/op_support.h"
 #include "core/elements.h"
 #include "frontend/load_model.h"
 #include "frontend/onnx/onnx_model.h"
@@ -15,6 +15,7 @@
 #include "generate_command.h"
 #include "gpu/gpu_error.h"
 #include "io/npy.h"
+#include "io/output_files.h"
 #include "runtime/executor.h"
 #include "session_args.h"
 #include "spec_command.h"
@@ -23,11 +24,15 @@
 
 namespace {
 
+// Names come from the model file and need not be UTF-8, where dump() would throw: invalid bytes
+// are replaced.
+std::string dump_json(const nlohmann::json& json) { return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 int inspect(const std::string& path, bool json) {
   const auto model = wgml::frontend::load_model(path);
   const auto summary = wgml::frontend::summarize(model);
   if (json)
-    std::cout << wgml::frontend::to_json(summary).dump(2) << "\n";
+    std::cout << dump_json(wgml::frontend::to_json(summary)) << "\n";
   else
     std::cout << wgml::frontend::to_text(summary);
   return 0;
@@ -37,6 +42,8 @@ struct RunArgs {
   wgml::cli::SessionArgs session;
   std::vector<std::string> inputs;
   std::string output_dir;
+  int repeat = 1;
+  bool json = false;
 };
 
 // .npy, or a serialized ONNX TensorProto (.pb, the ONNX backend tests' format).
@@ -116,66 +123,144 @@ std::string describe(const wgml::Value& v) {
   return std::get<bool>(v) ? "bool true" : "bool false";
 }
 
-void print_outputs(const wgml::Session& session, const std::vector<wgml::Value>& outputs, const std::string& output_dir,
-                   const std::string& step_suffix) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string name = session.outputs()[i].name + step_suffix;
-    std::cout << name << ": " << describe(outputs[i]);
-    const auto* t = std::get_if<wgml::Tensor>(&outputs[i]);
-    if (!output_dir.empty() && t) {
-      const std::string file = output_dir + "/" + name + ".npy";
-      wgml::io::write_npy(file, *t);
-      std::cout << " -> " << file;
+// Where each output's file goes: the output folder (created if missing) and one plain file name
+// per output, derived from its name by the rule of io/output_files.h, so that no name from the
+// model file can point outside the folder.
+class OutputFiles {
+ public:
+  OutputFiles(const std::string& dir, const std::vector<wgml::IoInfo>& outputs) : dir_(dir) {
+    std::vector<std::string> names;
+    for (const wgml::IoInfo& info : outputs) names.push_back(info.name);
+    stems_ = wgml::io::output_file_stems(names);
+    std::error_code error;
+    if (!dir_.empty()) std::filesystem::create_directories(dir_, error);
+    if (error) throw wgml::Error(wgml::ErrorCode::Io, dir + ": cannot create the output folder: " + error.message());
+  }
+  bool enabled() const { return !dir_.empty(); }
+  std::string path(size_t output, const std::string& step_suffix) const {
+    return (dir_ / (stems_[output] + step_suffix + ".npy")).string();
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::string> stems_;
+};
+
+// A name from the model file as it may be printed: control characters (which a terminal could take
+// as commands) as \xNN.
+std::string printable(const std::string& name) {
+  std::string out;
+  for (const char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+      continue;
     }
-    std::cout << "\n";
+    char escaped[5];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+    out += escaped;
+  }
+  return out;
+}
+
+nlohmann::json output_json(const std::string& name, const wgml::Value& value, const std::string& file) {
+  nlohmann::json out{{"name", name}};
+  if (const auto* t = std::get_if<wgml::Tensor>(&value)) {
+    out["dtype"] = wgml::dtype_name(t->dtype());
+    out["shape"] = t->shape();
+    out["file"] = file.empty() ? nlohmann::json() : nlohmann::json(file);
+  } else if (const auto* i = std::get_if<int64_t>(&value)) {
+    out["value"] = *i;
+  } else if (const auto* f = std::get_if<double>(&value)) {
+    out["value"] = *f;
+  } else {
+    out["value"] = std::get<bool>(value);
+  }
+  return out;
+}
+
+// Writes a step's tensor outputs and reports each (name, value, file): as text lines, or as JSON
+// objects added to `json`.
+void report_outputs(const wgml::Session& session, const std::vector<wgml::Value>& outputs, const OutputFiles& files,
+                    const std::string& step_suffix, nlohmann::json* json) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = session.outputs()[i].name;
+    const auto* t = std::get_if<wgml::Tensor>(&outputs[i]);
+    std::string file;
+    if (files.enabled() && t) {
+      file = files.path(i, step_suffix);
+      wgml::io::write_npy(file, *t);
+    }
+    if (json) {
+      json->push_back(output_json(name, outputs[i], file));
+      continue;
+    }
+    std::cout << printable(name) + step_suffix << ": " << describe(outputs[i]) << (file.empty() ? "" : " -> " + file) << "\n";
   }
 }
 
-// Runs each step in one session, so mutable buffers (KV caches) carry over from step to step.
+// Each step's call, its outputs read back to the host (so a WebGPU run's time includes waiting for
+// the GPU); returns the last step's outputs and the wall time of it all in ms.
+std::pair<std::vector<std::vector<wgml::Value>>, double> run_steps(wgml::Session& session,
+                                                                   const std::vector<std::vector<wgml::Value>>& steps) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::vector<wgml::Value>> outputs;
+  for (const auto& inputs : steps) {
+    outputs.push_back(session.run(inputs));
+    for (const wgml::Value& v : outputs.back())
+      if (const auto* t = std::get_if<wgml::Tensor>(&v)) t->data();
+  }
+  return {std::move(outputs), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Load, the first run (pipeline compiles, first uploads) and the steady runs after it, apart.
+void print_times(const wgml::Session& session, const std::vector<double>& runs_ms) {
+  std::fprintf(stderr, "time: load %.3f ms, first run %.3f ms", session.load_ms(), runs_ms.front());
+  if (runs_ms.size() > 1)
+    std::fprintf(stderr, ", steady run %.3f ms (median of %zu)", median({runs_ms.begin() + 1, runs_ms.end()}),
+                 runs_ms.size() - 1);
+  std::fprintf(stderr, " (a run: every step's call and the reading back of its outputs)\n");
+}
+
+// Runs each step in one session, so mutable buffers (KV caches) carry over from step to step;
+// --repeat runs them all again, printing the outputs of the last repetition.
 int run(const RunArgs& args) {
   wgml::Session session = args.session.open();
   const auto steps = load_steps(session, args.inputs);
-  for (size_t s = 0; s < steps.size(); ++s)
-    print_outputs(session, session.run(steps[s]), args.output_dir, steps.size() > 1 ? ".step" + std::to_string(s) : "");
+  const OutputFiles files(args.output_dir, session.outputs());
+  std::vector<double> runs_ms;
+  std::vector<std::vector<wgml::Value>> outputs;
+  for (int r = 0; r < args.repeat; ++r) {
+    auto [step_outputs, ms] = run_steps(session, steps);
+    outputs = std::move(step_outputs);
+    runs_ms.push_back(ms);
+  }
+  nlohmann::json json_steps = nlohmann::json::array();
+  for (size_t s = 0; s < steps.size(); ++s) {
+    nlohmann::json* json = args.json ? &json_steps.emplace_back(nlohmann::json::array()) : nullptr;
+    report_outputs(session, outputs[s], files, steps.size() > 1 ? ".step" + std::to_string(s) : "", json);
+  }
+  if (args.json) std::cout << dump_json({{"device", session.device_description()}, {"steps", json_steps}}) << "\n";
+  std::cout.flush();  // the times and the profile go to stderr, after the outputs
+  if (args.session.profile() || args.repeat > 1) print_times(session, runs_ms);
   if (args.session.profile()) wgml::cli::print_profile(session, args.session.trace_path);
   return 0;
 }
 
-// Every op of every domain with its support per backend: the IR's nodes (domain "mlx") and the
-// ONNX ops a backend keeps in their own domain. A node runs on the CPU when the CPU backend has a
-// kernel for it or the executor runs it itself (control flow, value arithmetic, copies); on
-// WebGPU with a GPU kernel when kernels/specs has its spec, as a sequence of GPU kernels when
-// kernels/decompositions decomposes it, else through the CPU fallback.
+// Every op of every domain with its support per backend (api/op_support.h).
 int list_ops(bool json) {
-  const wgml::backend::cpu::CpuBackend cpu;
-  const std::string kernels = wgml::backend::webgpu::default_kernels_dir();
-  wgml::kernel::Engine engine(kernels + "/wgsl");
-  engine.load_directory(kernels + "/specs");
-  const auto decompositions = wgml::kernel::load_decomposition_directory(kernels + "/decompositions");
-  nlohmann::json ops = nlohmann::json::array();
-  for (size_t id = 1; id < wgml::ir::kNodeNames.size(); ++id) {
-    const bool native = wgml::runtime::Executor::handles_natively(id);
-    const bool on_cpu = cpu.kernels().find(id) || native;
-    const std::string op(wgml::backend::webgpu::spec_op_name(wgml::ir::kNodeNames[id]));
-    const wgml::kernel::KernelSpec* spec = engine.find("mlx", op);
-    const char* webgpu = spec && spec->view                  ? "view"
-                         : spec                              ? "kernel"
-                         : native                            ? "executor"
-                         : decompositions.count({"mlx", op}) ? "decomposed"
-                         : on_cpu                            ? "cpu fallback"
-                                                             : "no";
-    ops.push_back(
-        {{"domain", "mlx"}, {"op", wgml::ir::kNodeNames[id]}, {"id", id}, {"support", {{"cpu", on_cpu}, {"webgpu", webgpu}}}});
-  }
-  for (const auto& [key, kernel] : cpu.kernels().onnx_kernels()) {
-    const char* webgpu = engine.find(key.first, key.second) ? "kernel" : "cpu fallback";
-    ops.push_back({{"domain", key.first}, {"op", key.second}, {"support", {{"cpu", true}, {"webgpu", webgpu}}}});
-  }
+  const nlohmann::json support = wgml::api::op_support();
   if (json) {
-    std::cout << nlohmann::json{{"backends", {"cpu", "webgpu"}}, {"ops", ops}}.dump(2) << "\n";
+    std::cout << support.dump(2) << "\n";
     return 0;
   }
-  for (const auto& op : ops)
+  for (const auto& op : support["ops"])
     std::cout << op["domain"].get<std::string>() << "\t" << op["op"].get<std::string>()
               << "\tcpu: " << (op["support"]["cpu"].get<bool>() ? "yes" : "no")
               << "\twebgpu: " << op["support"]["webgpu"].get<std::string>() << "\n";
@@ -200,7 +285,14 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--input", run_args.inputs,
                       "NAME=PATH (.npy or .pb), or PATH in input order; PATH,PATH,... runs one call per file in one "
                       "session (a KV cache carries over)");
-  run_cmd->add_option("--output-dir", run_args.output_dir, "Write each output as NAME.npy (NAME.stepK.npy for several calls)");
+  run_cmd->add_option("--output-dir", run_args.output_dir,
+                      "Write each tensor output into this folder as STEM.npy (STEM.stepK.npy for several calls); STEM "
+                      "is the output's name made a plain file name (docs/reliability.md), the mapping is printed");
+  run_cmd->add_flag("--json", run_args.json, "Print the outputs (name, value, file) as JSON");
+  run_cmd
+      ->add_option("--repeat", run_args.repeat,
+                   "Run (every step) N times in one session; prints load, first-run and the median steady-run time")
+      ->check(CLI::Range(1, 1000000));
 
   wgml::cli::GenerateCommand generate_command(app);
 

@@ -1,6 +1,6 @@
 #pragma once
 // Options every command that opens a model shares (--device, --adapter, --tunable, --profile,
-// --constants), and opening the Session they describe.
+// --constants, --max-memory), and opening the Session they describe.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
@@ -17,6 +17,7 @@ struct SessionArgs {
   std::vector<std::string> tunables;
   std::string tunables_file;
   std::string trace_path;  // --profile TRACE.json
+  std::string max_memory;  // "4G": SessionOptions::max_memory_bytes
   CLI::Option* profile_option = nullptr;
 
   // Adds the model argument and the options above to `command`.

@@ -93,9 +93,10 @@ def main():
     unknown = [os.path.basename(m) for m in models if inputs_for(os.path.basename(m)) is None]
     for name in unknown:
         print(f"FAIL {name}: a variant this script has no inputs for")
-    cases = [(os.path.basename(m), m, inputs_for(os.path.basename(m))) for m in models if m not in unknown]
+    cases = [(os.path.basename(m), m, inputs_for(os.path.basename(m))) for m in models
+             if os.path.basename(m) not in unknown]
     # The recurrent state and a few kept ops stay on the CPU on WebGPU: correctness is the bar here.
-    failures = compare_cases(cases, args.wgml, args.device, args.tolerance, gpu_only=False)
+    failures = compare_cases(cases, args.wgml, args.device, args.tolerance, allowed_cpu_ops=None)
     sys.exit(1 if failures or unknown else 0)
 
 

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of the ONNX loader's fuzz target (tests/fuzz/fuzz_onnx.cpp).
+"""Writes the seed corpora of the ONNX fuzz targets (tests/fuzz/fuzz_onnx.cpp, fuzz_execute.cpp and
+fuzz_tensor_proto.cpp).
 
-    .venv/bin/python tools/onnx/make_fuzz_seeds.py tests/fuzz/corpus/onnx
+    .venv/bin/python tools/onnx/make_fuzz_seeds.py tests/fuzz/corpus/onnx tests/fuzz/corpus/tensor_proto
 
 Small models (a few hundred bytes each) that reach the loader's main paths: initializers and
 Constant nodes, dynamic dims and shape arithmetic, convolution and pooling, a kept ai.onnx op,
-subgraphs (If, Loop), attention, and an external-data reference.
+subgraphs (If, Loop), attention, and an external-data reference. TensorProto files (`wgml run
+--input x=x.pb`) in each way a tensor's elements can be stored: raw_data, the typed fields
+(float_data, int32_data for narrow types, int64_data, double_data), and external data.
 """
 import os
 import sys
@@ -96,14 +99,37 @@ def external_data():
     return model([helper.make_node("Mul", ["x", "w"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], [w])
 
 
+def tensor_protos():
+    raw = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "raw_float")
+    half = numpy_helper.from_array(np.array([1.5, -2, 0.25], np.float16), "raw_half")
+    typed_float = helper.make_tensor("typed_float", F, [3], [1.0, 2.0, 3.0])
+    typed_int8 = helper.make_tensor("typed_int8", TensorProto.INT8, [2, 2], [1, -2, 3, -4])
+    typed_int64 = helper.make_tensor("typed_int64", I64, [2], [7, -9])
+    typed_double = helper.make_tensor("typed_double", TensorProto.DOUBLE, [], [0.5])
+    typed_bool = helper.make_tensor("typed_bool", TensorProto.BOOL, [3], [True, False, True])
+    external = TensorProto(name="external", data_type=F, dims=[2])
+    external.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "x.bin"), ("offset", "0"), ("length", "8")):
+        entry = external.external_data.add()
+        entry.key, entry.value = key, value
+    return [raw, half, typed_float, typed_int8, typed_int64, typed_double, typed_bool, external]
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+    print(f"{path} {len(data)} bytes")
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for make in (dense, shape_arithmetic, conv_pool, resize, branches, loop, attention, external_data):
-        data = make().SerializeToString()
-        with open(os.path.join(out, f"{make.__name__}.onnx"), "wb") as f:
-            f.write(data)
-        print(f"{make.__name__}.onnx {len(data)} bytes")
+        write(os.path.join(out, f"{make.__name__}.onnx"), make().SerializeToString())
+    if len(sys.argv) > 2:
+        os.makedirs(sys.argv[2], exist_ok=True)
+        for tensor in tensor_protos():
+            write(os.path.join(sys.argv[2], f"{tensor.name}.pb"), tensor.SerializeToString())
 
 
 if __name__ == "__main__":

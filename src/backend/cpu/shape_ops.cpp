@@ -53,17 +53,7 @@ void reshape(const ir::ReshapeNode& n, ExecContext& ctx) {
 
 void transpose(const ir::TransposeNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  if (static_cast<int>(n.perm.size()) != x.rank())
-    fail("Transpose: perm has " + std::to_string(n.perm.size()) + " entries for rank " + std::to_string(x.rank()));
-  std::vector<int> perm;
-  std::vector<bool> seen(x.rank(), false);
-  for (int32_t p : n.perm) {
-    const int a = normalize_axis(p, x.rank());
-    if (seen[a]) fail("Transpose: axis " + std::to_string(a) + " repeats in perm");
-    seen[a] = true;
-    perm.push_back(a);
-  }
-  ctx.set_tensor(n.out, permute(x, perm));
+  ctx.set_tensor(n.out, permute(x, checked_permutation(n.perm, x.rank())));
 }
 
 void expand_dims(const ir::ExpandDimsNode& n, ExecContext& ctx) {

@@ -46,6 +46,30 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
   return gather_strided(x, shape, strides, 0);
 }
 
+std::vector<int> checked_permutation(const std::vector<int32_t>& perm, int rank) {
+  if (static_cast<int>(perm.size()) != rank)
+    runtime::fail("Transpose: perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank));
+  std::vector<int> axes;
+  std::vector<bool> seen(rank, false);
+  for (int32_t p : perm) {
+    const int a = normalize_axis(p, rank);
+    if (seen[a]) runtime::fail("Transpose: axis " + std::to_string(a) + " repeats in perm");
+    seen[a] = true;
+    axes.push_back(a);
+  }
+  return axes;
+}
+
+bool keeps_memory_order(const Shape& shape, const std::vector<int>& perm) {
+  int last = -1;
+  for (int a : perm) {
+    if (shape[a] == 1) continue;
+    if (a < last) return false;
+    last = a;
+  }
+  return true;
+}
+
 SliceRange normalize_slice(int64_t start, int64_t stop, int64_t step, int64_t dim) {
   if (step == 0) runtime::fail("slice step must not be zero");
   SliceRange r;

@@ -14,6 +14,14 @@ Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int
 // x with its axes reordered: out axis i is x axis perm[i].
 Tensor permute(const Tensor& x, const std::vector<int>& perm);
 
+// A Transpose node's perm for a tensor of `rank`, each axis normalised; throws on a wrong length
+// or a repeated axis.
+std::vector<int> checked_permutation(const std::vector<int32_t>& perm, int rank);
+
+// Whether permuting by `perm` (checked) leaves every element of a contiguous `shape` at its place:
+// the axes it moves out of order all have size 1.
+bool keeps_memory_order(const Shape& shape, const std::vector<int>& perm);
+
 // Resolved python-style slice of one axis: `count` elements from `start` by `step`.
 struct SliceRange {
   int64_t start = 0, step = 1, count = 0;

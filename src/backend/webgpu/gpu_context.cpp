@@ -131,9 +131,15 @@ const gpu::Kernel& GpuContext::add_kernel(const kernel::PlanPass& pass, const gp
 
 GpuContext::Counters GpuContext::counters() const {
   const gpu::Recorder::Traffic& traffic = recorder_->traffic();
-  return Counters{
-      plans_made_,        renders_.renders(),     pipelines_.compiles(), pool_.stats().created, recorder_->submissions(),
-      traffic.dispatches, traffic.bytes_uploaded, traffic.bytes_read};
+  return Counters{plans_made_,
+                  renders_.renders(),
+                  pipelines_.compiles(),
+                  pool_.stats().created,
+                  recorder_->bind_groups_created(),
+                  recorder_->submissions(),
+                  traffic.dispatches,
+                  traffic.bytes_uploaded,
+                  traffic.bytes_read};
 }
 
 GpuContext::~GpuContext() {

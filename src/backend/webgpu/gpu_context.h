@@ -70,10 +70,11 @@ class GpuContext {
   // Work done besides running kernels, since the context was made: what a steady decode step
   // must not do (each a counter that only grows).
   struct Counters {
-    uint64_t plans_made = 0;          // requests planned (not found in the plan cache)
-    uint64_t kernels_rendered = 0;    // WGSL rendered from a template (a new shape class)
-    uint64_t pipelines_compiled = 0;  // compute pipelines created
-    uint64_t buffers_created = 0;     // GPU buffers made (not served from the pool)
+    uint64_t plans_made = 0;           // requests planned (not found in the plan cache)
+    uint64_t kernels_rendered = 0;     // WGSL rendered from a template (a new shape class)
+    uint64_t pipelines_compiled = 0;   // compute pipelines created
+    uint64_t buffers_created = 0;      // GPU buffers made (not served from the pool)
+    uint64_t bind_groups_created = 0;  // bind groups made (not found in the recorder's cache)
     uint64_t submits = 0;
     uint64_t dispatches = 0;
     uint64_t bytes_uploaded = 0;

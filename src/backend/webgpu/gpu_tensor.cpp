@@ -33,6 +33,12 @@ std::shared_ptr<const GpuTensorData> GpuTensorData::in_storage(const kernel::Sto
   return nullptr;
 }
 
+uint64_t GpuTensorData::device_bytes() const {
+  uint64_t bytes = buffer_->capacity();
+  for (const auto& copy : other_storages_) bytes += copy->device_bytes();
+  return bytes;
+}
+
 void GpuTensorData::keep_copy(std::shared_ptr<const GpuTensorData> copy) const { other_storages_.push_back(std::move(copy)); }
 
 namespace {

@@ -21,6 +21,8 @@ class GpuTensorData final : public DeviceData {
   void download(uint8_t* out, size_t nbytes) const override;
   // Reads the words that hold those elements only.
   void download_elements(int64_t first, int64_t count, uint8_t* out) const override;
+  // Its buffer's and the copies' in other storages.
+  uint64_t device_bytes() const override;
 
   const GpuContext* context() const { return context_.get(); }
   const std::shared_ptr<gpu::PooledBuffer>& buffer() const { return buffer_; }

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/elements.h"
+#include "core/half.h"
 #include "wgml/error.h"
 
 namespace wgml::backend::webgpu {
@@ -17,6 +18,19 @@ void check_element(int64_t value, int64_t index, int64_t lo, int64_t hi, const s
   if (value < lo || value > hi)
     throw Error(ErrorCode::Runtime, "input '" + tensor + "': element " + std::to_string(index) + " is " + std::to_string(value) +
                                         ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (" + why + ")");
+}
+
+// f32 words back to 16-bit floats (the logits row a decode step reads back): one conversion per
+// element, no dispatch on the dtype per element. Returns false for other dtypes.
+bool narrow_floats(const float* in, int64_t n, DType dtype, uint8_t* out) {
+  auto* halves = reinterpret_cast<uint16_t*>(out);
+  if (dtype == DType::BFloat16)
+    for (int64_t i = 0; i < n; ++i) halves[i] = float_to_bf16(in[i]);
+  else if (dtype == DType::Float16)
+    for (int64_t i = 0; i < n; ++i) halves[i] = float_to_f16(in[i]);
+  else
+    return false;
+  return true;
 }
 
 }  // namespace
@@ -45,13 +59,13 @@ std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& sto
     if (n > 0) std::memcpy(bytes.data(), tensor.data(), tensor.nbytes());
     return bytes;
   }
+  const uint8_t* in = tensor.data();
   if (storage.scalar == "f32") {
-    for (int64_t i = 0; i < n; ++i)
-      store_double(DType::Float32, bytes.data(), i, load_as_double(tensor.dtype(), tensor.data(), i));
+    to_floats(tensor, reinterpret_cast<float*>(bytes.data()));
     return bytes;
   }
   const DType word = storage.scalar == "u32" ? DType::UInt32 : DType::Int32;
-  for (int64_t i = 0; i < n; ++i) store_int64(word, bytes.data(), i, load_as_int64(tensor.dtype(), tensor.data(), i));
+  for (int64_t i = 0; i < n; ++i) store_int64(word, bytes.data(), i, load_as_int64(tensor.dtype(), in, i));
   return bytes;
 }
 
@@ -65,13 +79,14 @@ Tensor decode_from_gpu(const std::vector<uint8_t>& bytes, const StorageType& sto
     if (n > 0) std::memcpy(out.mutable_data(), bytes.data(), out.nbytes());
     return out;
   }
+  uint8_t* data = out.mutable_data();
   if (storage.scalar == "f32") {
-    for (int64_t i = 0; i < n; ++i)
-      store_double(storage.logical, out.mutable_data(), i, load_as_double(DType::Float32, bytes.data(), i));
+    if (!narrow_floats(reinterpret_cast<const float*>(bytes.data()), n, storage.logical, data))
+      for (int64_t i = 0; i < n; ++i) store_double(storage.logical, data, i, load_as_double(DType::Float32, bytes.data(), i));
     return out;
   }
   const DType word = storage.scalar == "u32" ? DType::UInt32 : DType::Int32;
-  for (int64_t i = 0; i < n; ++i) store_int64(storage.logical, out.mutable_data(), i, load_as_int64(word, bytes.data(), i));
+  for (int64_t i = 0; i < n; ++i) store_int64(storage.logical, data, i, load_as_int64(word, bytes.data(), i));
   return out;
 }
 

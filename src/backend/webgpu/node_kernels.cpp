@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "backend/cpu/broadcast.h"
+#include "backend/cpu/strided.h"
 #include "backend/webgpu/plan_runner.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "core/device_data.h"
@@ -120,14 +121,20 @@ void allow_in_place(const ExecContext& ctx, NodeRequest& r) {
         r.request.may_alias.emplace_back(in, out);
 }
 
+// Runs `f`, adding its wall time to `ms`.
+template <class F>
+void timed(double& ms, F f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Runs `cpu` (the CPU reference kernel of `op`), counted and timed for profiles.
 template <class F>
 void run_on_cpu(const WebGpuState& state, const std::string& op, const std::string& reason, F cpu) {
   ++state.placement->on_cpu[op];
   state.placement->fallback_reason[op] = reason;
-  const auto start = std::chrono::steady_clock::now();
-  cpu();
-  state.placement->cpu_ms[op] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  timed(state.placement->cpu_ms[op], cpu);
 }
 
 // Plans `request` with `spec` and records it on the GPU over `inputs` (by the spec's names);
@@ -271,7 +278,7 @@ void run_node(const ir::Node& node, ExecContext& ctx) {
   if (state.small_values_on_host && r.unadaptable.empty() && computes_host_indices(ctx, r)) {
     ++state.placement->on_host[op];
     r.inputs.clear();
-    state.cpu->find(N::kUnionId)(node, ctx);
+    timed(state.placement->host_ms[op], [&] { state.cpu->find(N::kUnionId)(node, ctx); });
     return;
   }
   const auto why_not = run_on_gpu(ctx, state, *state.gpu->engine().find("mlx", op), op, r);
@@ -292,6 +299,20 @@ void run_as_view(const ir::Node& node, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
   ++state.placement->views[std::string(spec_op_name(N::kName))];
   state.cpu->find(N::kUnionId)(node, ctx);
+}
+
+// A transpose that moves only axes of size 1 out of order leaves every element in place: its
+// output is the same buffer under the permuted shape (a decode step's [1, 1, H, D] heads becoming
+// [1, H, 1, D]), so no kernel runs.
+void run_transpose(const ir::Node& node, ExecContext& ctx) {
+  const auto& n = std::get<ir::TransposeNode>(node);
+  const Tensor& x = ctx.tensor(n.x);
+  const std::vector<int> perm = cpu::checked_permutation(n.perm, x.rank());
+  if (!cpu::keeps_memory_order(x.shape(), perm)) return run_node<ir::TransposeNode>(node, ctx);
+  Shape shape;
+  for (int a : perm) shape.push_back(x.dim(a));
+  ++ctx.backend_state<WebGpuState>().placement->views["Transpose"];
+  ctx.set_tensor(n.out, x.reshaped(shape));
 }
 
 // Checks that a spec takes every field of node type N as FieldCollector passes it: a tensor as
@@ -471,7 +492,10 @@ void register_node(const GpuContext& gpu, runtime::KernelTable& table) {
   FieldMappingCheck check(*spec);
   ir::for_each_field(N{}, check);
   check.check_every_tensor_mapped();
-  table.set(N::kUnionId, run_node<N>);
+  if constexpr (std::is_same_v<N, ir::TransposeNode>)
+    table.set(N::kUnionId, run_transpose);
+  else
+    table.set(N::kUnionId, run_node<N>);
 }
 
 kernel::Value attribute_value(const ir::OnnxAttribute::Value& v) {
@@ -499,16 +523,37 @@ NodeRequest onnx_request(const ir::OnnxOp& op, const kernel::KernelSpec& spec, c
   for (size_t k = 0; k < op.outputs.size() && k < spec.outputs.size(); ++k)
     if (op.outputs[k]) collect(spec.outputs[k].name, *op.outputs[k], ir::FieldRole::Write);
   for (const ir::OnnxAttribute& a : op.attributes) r.request.attributes[a.name] = attribute_value(a.value);
+  for (const auto& [name, vid] : op.value_attributes) r.request.attributes[name] = kernel::Value(int64_t{ctx.int_value(vid)});
   return r;
+}
+
+// Runs `op` (a kept ONNX op or a fused op) with the spec of its domain and type, operands by
+// position; returns the reason when it does not fit the GPU.
+std::optional<std::string> run_op_on_gpu(const ir::OnnxOp& op, const kernel::KernelSpec& spec, ExecContext& ctx) {
+  NodeRequest r = onnx_request(op, spec, ctx);
+  return run_on_gpu(ctx, ctx.backend_state<WebGpuState>(), spec, op.domain + "." + op.op_type, r);
 }
 
 void run_onnx_op(const ir::OnnxOp& op, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
-  const std::string label = op.domain + "." + op.op_type;
-  const kernel::KernelSpec& spec = *state.gpu->engine().find(op.domain, op.op_type);
-  NodeRequest r = onnx_request(op, spec, ctx);
-  const auto why_not = run_on_gpu(ctx, state, spec, label, r);
-  if (why_not) run_on_cpu(state, label, *why_not, [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });
+  const auto why_not = run_op_on_gpu(op, *state.gpu->engine().find(op.domain, op.op_type), ctx);
+  if (why_not)
+    run_on_cpu(state, op.domain + "." + op.op_type, *why_not, [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });
+}
+
+// A fused op (runtime/fusion.h) on the GPU: the spec of its domain and type, operands by position
+// as for kept ONNX ops; false when there is none or the request does not fit it (its parts run).
+bool run_fused_op(const ir::OnnxOp& op, ExecContext& ctx) {
+  const kernel::KernelSpec* spec = ctx.backend_state<WebGpuState>().gpu->engine().find(op.domain, op.op_type);
+  return spec && !run_op_on_gpu(op, *spec, ctx);
+}
+
+// A kept ONNX op without a spec (LSTM, NonZero, ...) runs on the CPU reference, counted and timed
+// like any fallback so that profiles show it.
+void run_onnx_without_spec(const ir::OnnxOp& op, ExecContext& ctx) {
+  const auto& state = ctx.backend_state<WebGpuState>();
+  run_on_cpu(state, op.domain + "." + op.op_type, "no GPU kernel yet",
+             [&] { state.cpu->find_onnx(op.domain, op.op_type)(op, ctx); });
 }
 
 }  // namespace
@@ -517,7 +562,8 @@ void register_node_kernels(const GpuContext& gpu, const runtime::KernelTable& cp
   [&]<size_t... I>(std::index_sequence<I...>) { (register_node<std::variant_alternative_t<I, ir::Node>>(gpu, table), ...); }
   (std::make_index_sequence<std::variant_size_v<ir::Node>>{});
   for (const auto& [key, kernel] : cpu.onnx_kernels())
-    if (gpu.engine().find(key.first, key.second)) table.add_onnx(key.first, key.second, run_onnx_op);
+    table.add_onnx(key.first, key.second, gpu.engine().find(key.first, key.second) ? run_onnx_op : run_onnx_without_spec);
+  table.set_fused(run_fused_op);
 }
 
 }  // namespace wgml::backend::webgpu

@@ -1,5 +1,8 @@
 #include "backend/webgpu/webgpu_backend.h"
 
+#include "ir/nodes.h"
+#include "runtime/native_ops.h"
+
 namespace wgml::backend::webgpu {
 
 WebGpuBackend::WebGpuBackend(const GpuOptions& options)
@@ -12,7 +15,31 @@ void WebGpuBackend::attach(runtime::ExecContext& ctx) const {
   ctx.set_backend_state(std::make_shared<WebGpuState>(WebGpuState{gpu_, &cpu_.kernels(), &placement_, small_values_on_host_}));
 }
 
-void WebGpuBackend::end_run(runtime::ExecContext&) const { gpu_->recorder().submit(); }
+void WebGpuBackend::end_run(runtime::ExecContext&) const {
+  gpu_->recorder().submit();
+  gpu_->pool().restart_sequence();
+}
+
+runtime::DeviceMemory WebGpuBackend::device_memory() const {
+  const gpu::BufferPool::Stats& s = gpu_->pool().stats();
+  return {s.bytes_allocated, s.bytes_in_use, s.peak_bytes_allocated, s.peak_bytes_in_use, s.buffers_in_use};
+}
+
+runtime::ReadSide WebGpuBackend::read_side(const ir::Instruction& instruction) const {
+  const ir::Node* node = ir::as_node(instruction);
+  if (!node) {
+    const auto& op = std::get<ir::OnnxOp>(instruction);
+    return gpu_->engine().find(op.domain, op.op_type) ? runtime::ReadSide::Device : runtime::ReadSide::Host;
+  }
+  const size_t id = node->index() + 1;
+  if (runtime::is_native_op(id)) return runtime::ReadSide::Unknown;
+  const std::string op(spec_op_name(ir::kNodeNames[id]));
+  const kernel::KernelSpec* spec = gpu_->engine().find("mlx", op);
+  if (spec) return spec->view ? runtime::ReadSide::Unknown : runtime::ReadSide::Device;
+  return gpu_->decomposition("mlx", op) ? runtime::ReadSide::Device : runtime::ReadSide::Host;
+}
+
+void WebGpuBackend::reset_device_peaks() const { gpu_->pool().reset_peaks(); }
 
 std::string_view spec_op_name(std::string_view node_name) {
   constexpr std::string_view suffix = "Node";

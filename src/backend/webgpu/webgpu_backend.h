@@ -20,6 +20,7 @@ struct Placement {
   std::map<std::string, uint64_t> on_gpu;
   std::map<std::string, uint64_t> views;    // shape changes of a GPU buffer: nothing runs
   std::map<std::string, uint64_t> on_host;  // small host-held values computed where they are
+  std::map<std::string, double> host_ms;    // wall time of those
   std::map<std::string, uint64_t> on_cpu;
   std::map<std::string, double> cpu_ms;                // wall time of the fallbacks, reads of GPU results included
   std::map<std::string, std::string> fallback_reason;  // the last one per op
@@ -40,6 +41,11 @@ class WebGpuBackend final : public runtime::Backend {
   const runtime::KernelTable& kernels() const override { return table_; }
   void attach(runtime::ExecContext& ctx) const override;
   void end_run(runtime::ExecContext& ctx) const override;
+  runtime::DeviceMemory device_memory() const override;
+  // Device for ops with a GPU kernel or decomposition, host for those the CPU runs, unknown for
+  // views and what the executor runs itself.
+  runtime::ReadSide read_side(const ir::Instruction& instruction) const override;
+  void reset_device_peaks() const override;
 
   const std::shared_ptr<GpuContext>& context() const { return gpu_; }
   const Placement& placement() const { return placement_; }

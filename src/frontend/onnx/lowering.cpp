@@ -665,7 +665,13 @@ ir::Tid NodeLowering::convert(ir::Tid x, DType to) {
     return out;
   }
   // float64 has no ExecuTorch scalar type: ONNX's Cast keeps it.
-  ir::OnnxOp op{"ai.onnx", "Cast", 21, node.name(), {x}, {out}, {}};
+  ir::OnnxOp op;
+  op.domain = "ai.onnx";
+  op.op_type = "Cast";
+  op.opset = 21;
+  op.name = node.name();
+  op.inputs = {x};
+  op.outputs = {out};
   op.attributes.push_back({"to", static_cast<int64_t>(ir::onnx_elem_type(to))});
   g.emit(std::move(op));
   return out;

@@ -20,5 +20,7 @@ ir::Model load_onnx_model(const std::string& path, const io::ByteView& file);
 
 // A serialized TensorProto (.pb). Throws wgml::Error.
 Tensor read_tensor_file(const std::string& path);
+// The same for a file's bytes; `path` names it in errors and its folder holds any external data.
+Tensor parse_tensor_file(const io::ByteView& file, const std::string& path);
 
 }  // namespace wgml::frontend::onnx

@@ -149,8 +149,9 @@ std::optional<int8_t> scalar_type(DType t) {
   return static_cast<int8_t>(code);
 }
 
-Tensor read_tensor_file(const std::string& path) {
-  const io::ByteView file = io::map_file(path);
+Tensor read_tensor_file(const std::string& path) { return parse_tensor_file(io::map_file(path), path); }
+
+Tensor parse_tensor_file(const io::ByteView& file, const std::string& path) {
   auto proto = std::make_shared<pb::TensorProto>();
   if (file.size > INT_MAX || !proto->ParseFromArray(file.data, static_cast<int>(file.size)))
     throw Error(ErrorCode::InvalidFormat, path + ": expected a serialized ONNX TensorProto");

@@ -24,6 +24,13 @@ struct ResizeAttrs {
   double extrapolation = 0;
 };
 
+// An output size computed from scales in double: NaN, negative or past 2^40 (where the cast to
+// int64 would be undefined) is the model's error.
+int64_t output_dim(double size) {
+  if (!(size >= 0 && size <= 0x1p40)) fail("Resize: output size " + std::to_string(size) + " is not a valid dimension");
+  return static_cast<int64_t>(size);
+}
+
 struct Tap {
   int64_t index;
   double weight;
@@ -203,14 +210,14 @@ void resize_op(OpView& v) {
       if (policy == "not_smaller") s = *std::max_element(ratios.begin(), ratios.end());
       all_scales[axes[i]] = s;
       all_sizes[axes[i]] =
-          policy == "stretch" ? sizes[i] : static_cast<int64_t>(s * static_cast<double>(x.dim(static_cast<int>(axes[i]))) + 0.5);
+          policy == "stretch" ? sizes[i] : output_dim(s * static_cast<double>(x.dim(static_cast<int>(axes[i]))) + 0.5);
     }
   } else {
     if (scales.size() != axes.size()) fail("Resize: expected scales or sizes with one value per resized axis");
     for (size_t i = 0; i < axes.size(); ++i) {
       if (scales[i] <= 0) fail("Resize: scales must be positive");
       all_scales[axes[i]] = scales[i];
-      all_sizes[axes[i]] = static_cast<int64_t>(scales[i] * static_cast<double>(x.dim(static_cast<int>(axes[i]))));
+      all_sizes[axes[i]] = output_dim(scales[i] * static_cast<double>(x.dim(static_cast<int>(axes[i]))));
     }
   }
   v.output(0, resize(x, all_scales, all_sizes, all_roi, a));

@@ -1,0 +1,335 @@
+#include "runtime/fusion.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "ir/slot_visit.h"
+
+namespace wgml::runtime {
+namespace {
+
+using ir::FieldRole;
+using ir::Tid;
+
+constexpr size_t kBeforeChain = std::numeric_limits<size_t>::max();
+
+bool has_body_chains(const ir::Instruction& instruction) {
+  const ir::Node* node = ir::as_node(instruction);
+  return node && (std::holds_alternative<ir::ScanNode>(*node) || std::holds_alternative<ir::IfNode>(*node));
+}
+
+// Which instruction wrote each tensor value an instruction reads, and which instructions read
+// each value an instruction writes. A value is "escaping" when something outside the chain's
+// straight line may read it: a program output, a mutable buffer, a Scan or If body.
+class DefUse {
+ public:
+  DefUse(const ir::Program& p, const std::vector<ir::Instruction>& chain) : writes_(chain.size()) {
+    std::map<uint32_t, size_t> last_writer;
+    reads_.resize(chain.size());
+    for (size_t i = 0; i < chain.size(); ++i) {
+      if (has_body_chains(chain[i]))
+        for (const auto& [slot, writer] : last_writer) escaping_.insert({writer, slot});
+      ir::visit_slots(
+          chain[i],
+          [&](Tid t, FieldRole role, std::string_view) {
+            if (role == FieldRole::Write) return;
+            const auto it = last_writer.find(t.idx);
+            const size_t writer = it == last_writer.end() ? kBeforeChain : it->second;
+            reads_[i][t.idx] = writer;
+            readers_[{writer, t.idx}].push_back(i);
+          },
+          [](ir::Vid, std::string_view) {});
+      ir::visit_slots(
+          chain[i],
+          [&](Tid t, FieldRole role, std::string_view) {
+            if (role == FieldRole::Read) return;
+            last_writer[t.idx] = i;
+            writes_[i].push_back(t.idx);
+          },
+          [](ir::Vid, std::string_view) {});
+    }
+    std::vector<ir::Slot> live_after = p.outputs;
+    live_after.insert(live_after.end(), p.mutable_buffers.begin(), p.mutable_buffers.end());
+    for (const ir::Slot& s : live_after)
+      if (const auto it = last_writer.find(s.idx); s.type == ir::SlotType::Tensor && it != last_writer.end())
+        escaping_.insert({it->second, s.idx});
+  }
+
+  // The instruction whose value of `t` instruction `reader` reads (kBeforeChain: a constant, an
+  // input, a buffer's value from the previous run), or nullopt when it does not read `t`.
+  std::optional<size_t> writer(size_t reader, Tid t) const {
+    const auto it = reads_[reader].find(t.idx);
+    return it == reads_[reader].end() ? std::nullopt : std::optional(it->second);
+  }
+  // Whether `reader` is all that reads the value `writer` wrote to `t`.
+  bool read_only_by(size_t writer, Tid t, size_t reader) const {
+    if (escaping_.count({writer, t.idx})) return false;
+    const auto it = readers_.find({writer, t.idx});
+    return it != readers_.end() && std::all_of(it->second.begin(), it->second.end(), [&](size_t r) { return r == reader; });
+  }
+  const std::vector<uint32_t>& writes(size_t i) const { return writes_[i]; }
+
+ private:
+  std::vector<std::map<uint32_t, size_t>> reads_;
+  std::map<std::pair<size_t, uint32_t>, std::vector<size_t>> readers_;
+  std::set<std::pair<size_t, uint32_t>> escaping_;
+  std::vector<std::vector<uint32_t>> writes_;
+};
+
+// A pattern found in the chain: its instructions (ascending) and the op that replaces them.
+struct Fusion {
+  std::vector<size_t> parts;
+  ir::OnnxOp op;
+};
+
+class Matcher {
+ public:
+  Matcher(const std::vector<ir::Instruction>& chain, const DefUse& flow) : chain_(chain), flow_(flow) {}
+
+  template <class N>
+  const N* node_at(size_t i) const {
+    if (i == kBeforeChain || used_.count(i)) return nullptr;
+    const ir::Node* node = ir::as_node(chain_[i]);
+    return node ? std::get_if<N>(node) : nullptr;
+  }
+  // The node of type N that wrote the value of `t` that `reader` reads, when `reader` alone reads
+  // that value; its index in `at`.
+  template <class N>
+  const N* sole_producer(size_t reader, Tid t, size_t& at) const {
+    const std::optional<size_t> w = flow_.writer(reader, t);
+    if (!w || *w == kBeforeChain || !flow_.read_only_by(*w, t, reader)) return nullptr;
+    at = *w;
+    return node_at<N>(*w);
+  }
+  std::optional<size_t> writer(size_t reader, Tid t) const { return flow_.writer(reader, t); }
+
+  // Whether the pattern `parts` (ascending) can run at its last instruction: each value it reads
+  // from outside is still in its slot there (no instruction outside the pattern writes that slot
+  // in between).
+  bool inputs_hold_until_last(const std::vector<size_t>& parts) const {
+    const std::set<size_t> inside(parts.begin(), parts.end());
+    bool hold = true;
+    for (size_t k : parts)
+      ir::visit_slots(
+          chain_[k],
+          [&](Tid t, FieldRole role, std::string_view) {
+            if (role == FieldRole::Write) return;
+            const std::optional<size_t> w = flow_.writer(k, t);
+            if (w && *w != kBeforeChain && inside.count(*w)) return;  // made inside the pattern
+            for (size_t between = k + 1; between < parts.back(); ++between)
+              if (!inside.count(between) && writes(between, t)) hold = false;
+          },
+          [](ir::Vid, std::string_view) {});
+    return hold;
+  }
+  // Whether no instruction between the pattern's first and last, outside it, touches value slot v.
+  bool value_kept(ir::Vid v, const std::vector<size_t>& parts) const {
+    const std::set<size_t> inside(parts.begin(), parts.end());
+    bool kept = true;
+    for (size_t between = parts.front() + 1; between < parts.back(); ++between)
+      if (!inside.count(between))
+        ir::visit_slots(
+            chain_[between], [](Tid, FieldRole, std::string_view) {},
+            [&](ir::Vid touched, std::string_view) { kept = kept && touched.idx != v.idx; });
+    return kept;
+  }
+  void claim(const std::vector<size_t>& parts) { used_.insert(parts.begin(), parts.end()); }
+
+ private:
+  bool writes(size_t i, Tid t) const {
+    const auto& w = flow_.writes(i);
+    return std::find(w.begin(), w.end(), t.idx) != w.end();
+  }
+
+  const std::vector<ir::Instruction>& chain_;
+  const DefUse& flow_;
+  std::set<size_t> used_;
+};
+
+bool literal(const ir::IntOrVid& v, int64_t& out) {
+  if (v.is_vid) return false;
+  out = v.literal;
+  return true;
+}
+
+ir::OnnxOp fused_op(std::string domain, std::string op_type, std::vector<Tid> inputs, Tid out) {
+  ir::OnnxOp op;
+  op.domain = std::move(domain);
+  op.op_type = std::move(op_type);
+  for (Tid t : inputs) op.inputs.emplace_back(t);
+  op.outputs.emplace_back(out);
+  return op;
+}
+
+// rotate_half(x) = concat(-x[..., half:], x[..., :half]), as Hugging Face's RoPE writes it; `r` is
+// the Concatenate's output read by `reader`. Finds x, the slices' axis, half and stop.
+struct RotateHalf {
+  Tid x{};
+  int64_t axis = 0, half = 0, stop = 0;
+  int32_t concat_axis = 0;
+  std::vector<size_t> parts;
+};
+
+std::optional<RotateHalf> match_rotate_half(const Matcher& m, size_t reader, Tid r) {
+  size_t concat_at = 0, neg_at = 0, upper_at = 0, lower_at = 0;
+  const auto* concat = m.sole_producer<ir::ConcatenateNode>(reader, r, concat_at);
+  if (!concat || concat->tensors.size() != 2) return std::nullopt;
+  const auto* neg = m.sole_producer<ir::NegNode>(concat_at, concat->tensors[0], neg_at);
+  const auto* lower = m.sole_producer<ir::SliceNode>(concat_at, concat->tensors[1], lower_at);
+  if (!neg || !lower || concat->tensors[0] == concat->tensors[1]) return std::nullopt;
+  const auto* upper = m.sole_producer<ir::SliceNode>(neg_at, neg->x, upper_at);
+  if (!upper || upper->x.idx != lower->x.idx || m.writer(upper_at, upper->x) != m.writer(lower_at, lower->x)) return std::nullopt;
+  RotateHalf found;
+  int64_t lower_axis, lower_start, upper_axis, upper_start;
+  if (!literal(lower->axis, lower_axis) || !literal(lower->start, lower_start) || !literal(lower->stop, found.half) ||
+      !literal(upper->axis, upper_axis) || !literal(upper->start, upper_start) || !literal(upper->stop, found.stop))
+    return std::nullopt;
+  if (lower_axis != upper_axis || lower_start != 0 || upper_start != found.half || found.half <= 0 || lower->step != 1 ||
+      upper->step != 1)
+    return std::nullopt;
+  found.x = lower->x;
+  found.axis = lower_axis;
+  found.concat_axis = concat->axis;
+  found.parts = {concat_at, neg_at, upper_at, lower_at};
+  return found;
+}
+
+// out = Add(Multiply(x, cos), Multiply(rotate_half(x), sin)), operands in either order.
+std::optional<Fusion> match_rope(const Matcher& m, size_t add_at, const ir::AddNode& add) {
+  for (const auto& [plain_operand, rotated_operand] : {std::pair(add.a, add.b), std::pair(add.b, add.a)}) {
+    size_t plain_at = 0, rotated_at = 0;
+    const auto* plain = m.sole_producer<ir::MultiplyNode>(add_at, plain_operand, plain_at);
+    const auto* rotated = m.sole_producer<ir::MultiplyNode>(add_at, rotated_operand, rotated_at);
+    if (!plain || !rotated || plain_at == rotated_at) continue;
+    for (const auto& [r, sin] : {std::pair(rotated->a, rotated->b), std::pair(rotated->b, rotated->a)}) {
+      std::optional<RotateHalf> rot = match_rotate_half(m, rotated_at, r);
+      if (!rot) continue;
+      const std::optional<size_t> x_writer = m.writer(rot->parts[3], rot->x);
+      for (const auto& [x, cos] : {std::pair(plain->a, plain->b), std::pair(plain->b, plain->a)}) {
+        if (x.idx != rot->x.idx || m.writer(plain_at, x) != x_writer) continue;
+        Fusion f;
+        f.parts = rot->parts;
+        f.parts.insert(f.parts.end(), {plain_at, rotated_at, add_at});
+        std::sort(f.parts.begin(), f.parts.end());
+        f.op = fused_op("wgml", "RotateHalf", {x, cos, sin}, add.out);
+        f.op.attributes = {
+            {"axis", rot->axis}, {"half", rot->half}, {"stop", rot->stop}, {"concat_axis", int64_t{rot->concat_axis}}};
+        return f;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// out = Add(Addmm(a, b), r) with no bias and alpha 1, operands in either order: Addmm with bias r.
+std::optional<Fusion> match_residual(const Matcher& m, size_t add_at, const ir::AddNode& add) {
+  for (const auto& [product, residual] : {std::pair(add.a, add.b), std::pair(add.b, add.a)}) {
+    size_t mm_at = 0;
+    const auto* mm = m.sole_producer<ir::AddmmNode>(add_at, product, mm_at);
+    if (!mm || mm->bias || mm->alpha != 1.0f || residual.idx == product.idx) continue;
+    Fusion f;
+    f.parts = {mm_at, add_at};
+    f.op = fused_op("mlx", "Addmm", {mm->mat1, mm->mat2, residual}, add.out);
+    return f;
+  }
+  return std::nullopt;
+}
+
+// Sdpa over prefixes of the KV caches, k = Slice(k_cache, axis, 0, n) and v = Slice(v_cache, axis,
+// 0, n) with one bound n (a value slot or a literal): Sdpa reading the caches in place up to n.
+std::optional<Fusion> match_cache_attention(const Matcher& m, size_t at, const ir::SdpaNode& sdpa) {
+  size_t k_at = 0, v_at = 0;
+  const auto* k = m.sole_producer<ir::SliceNode>(at, sdpa.k, k_at);
+  const auto* v = m.sole_producer<ir::SliceNode>(at, sdpa.v, v_at);
+  if (!k || !v || k_at == v_at) return std::nullopt;
+  int64_t k_axis, v_axis, k_start, v_start;
+  if (!literal(k->axis, k_axis) || !literal(v->axis, v_axis) || !literal(k->start, k_start) || !literal(v->start, v_start) ||
+      k_axis != v_axis || k_start != 0 || v_start != 0 || k->step != 1 || v->step != 1)
+    return std::nullopt;
+  const ir::IntOrVid& stop = k->stop;
+  if (stop.is_vid != v->stop.is_vid || (stop.is_vid ? stop.vid.idx != v->stop.vid.idx : stop.literal != v->stop.literal))
+    return std::nullopt;
+  Fusion f;
+  f.parts = {k_at, v_at, at};
+  std::sort(f.parts.begin(), f.parts.end());
+  if (stop.is_vid && !m.value_kept(stop.vid, f.parts)) return std::nullopt;
+  std::vector<Tid> inputs = {sdpa.q, k->x, v->x};
+  if (sdpa.mask) inputs.push_back(*sdpa.mask);
+  f.op = fused_op("mlx", "Sdpa", inputs, sdpa.out);
+  f.op.attributes = {{"scale", double{sdpa.scale}}, {"causal", int64_t{sdpa.causal}}, {"kvAxis", k_axis}};
+  if (stop.is_vid)
+    f.op.value_attributes = {{"kvStop", stop.vid}};
+  else
+    f.op.attributes.push_back({"kvStop", stop.literal});
+  return f;
+}
+
+// The chain with each fusion's parts replaced by its op at the place of its last part; the parts
+// become chains of `p`.
+void apply(ir::Program& p, std::vector<Fusion>& fusions) {
+  const ir::Chain main = std::move(p.chains[p.main_chain_idx]);
+  std::map<size_t, Fusion*> by_last;
+  std::set<size_t> removed;
+  for (Fusion& f : fusions) {
+    by_last[f.parts.back()] = &f;
+    removed.insert(f.parts.begin(), f.parts.end());
+  }
+  ir::Chain rewritten;
+  const auto origin = [&](size_t i) { return i < main.origins.size() ? main.origins[i] : std::string(); };
+  for (size_t i = 0; i < main.instructions.size(); ++i) {
+    if (const auto it = by_last.find(i); it != by_last.end()) {
+      Fusion& f = *it->second;
+      ir::Chain parts;
+      for (size_t k : f.parts) {
+        parts.instructions.push_back(main.instructions[k]);
+        parts.origins.push_back(origin(k));
+      }
+      f.op.parts_chain = static_cast<uint32_t>(p.chains.size());
+      f.op.name = "fused from instructions " + std::to_string(f.parts.front()) + " to " + std::to_string(f.parts.back());
+      p.chains.push_back(std::move(parts));
+      rewritten.instructions.emplace_back(std::move(f.op));
+      rewritten.origins.push_back(origin(i));
+      continue;
+    }
+    if (removed.count(i)) continue;
+    rewritten.instructions.push_back(main.instructions[i]);
+    rewritten.origins.push_back(origin(i));
+  }
+  p.chains[p.main_chain_idx] = std::move(rewritten);
+}
+
+}  // namespace
+
+FusionCounts fuse_instructions(ir::Program& p) {
+  FusionCounts counts;
+  if (p.chains.empty()) return counts;
+  const std::vector<ir::Instruction>& chain = p.chains[p.main_chain_idx].instructions;
+  const DefUse flow(p, chain);
+  Matcher m(chain, flow);
+  std::vector<Fusion> fusions;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    std::optional<Fusion> f;
+    size_t* count = nullptr;
+    if (const auto* sdpa = m.node_at<ir::SdpaNode>(i)) {
+      f = match_cache_attention(m, i, *sdpa);
+      count = &counts.cache_attention;
+    } else if (const auto* add = m.node_at<ir::AddNode>(i)) {
+      f = match_rope(m, i, *add);
+      count = &counts.rotate_half;
+      if (!f) {
+        f = match_residual(m, i, *add);
+        count = &counts.residual_addmm;
+      }
+    }
+    if (!f || !m.inputs_hold_until_last(f->parts)) continue;
+    m.claim(f->parts);
+    fusions.push_back(std::move(*f));
+    ++*count;
+  }
+  apply(p, fusions);
+  return counts;
+}
+
+}  // namespace wgml::runtime

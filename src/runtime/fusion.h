@@ -1,0 +1,23 @@
+#pragma once
+// Fused ops: a run of main-chain instructions that a GPU runs as one kernel, found once at load.
+// Each fused op is an ir::OnnxOp in the domain of the spec that computes it ("mlx" where an
+// existing spec does, "wgml" for a kernel of its own) that keeps the instructions it replaces as a
+// chain of their own (`parts_chain`): a backend without a kernel for it, or a request its kernel
+// does not fit (a dtype, a shape), runs those instructions as exported, so a fused program means
+// exactly what the original does.
+#include "ir/program.h"
+
+namespace wgml::runtime {
+
+struct FusionCounts {
+  size_t rotate_half = 0;      // x * cos + rotate_half(x) * sin (Hugging Face RoPE) -> wgml.RotateHalf
+  size_t residual_addmm = 0;   // Add(Addmm(a, b), r) -> mlx.Addmm with bias r
+  size_t cache_attention = 0;  // Sdpa(q, Slice(k_cache, 0, n), Slice(v_cache, 0, n)) -> mlx.Sdpa up to n in place
+};
+
+// Rewrites `p`'s main chain in place; returns what it fused. A pattern is fused only when each of
+// its intermediate values is read by the pattern alone and its inputs keep their values until the
+// place of its last instruction, where the fused op goes.
+FusionCounts fuse_instructions(ir::Program& p);
+
+}  // namespace wgml::runtime

@@ -1,0 +1,82 @@
+// What include/wgml/session.h promises about threads, on the CPU reference: two sessions run at
+// once from two threads, and one session is used from two threads in turn (its KV cache carries
+// over), each giving the outputs of the same steps run on one thread. Built under
+// ThreadSanitizer by `tools/build.sh tsan`, which reports any data race these runs contain.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "io/npy.h"
+#include "wgml/session.h"
+
+namespace wgml {
+namespace {
+
+const std::string kFixture = std::string(WGML_SOURCE_DIR) + "/tests/fixtures/pte/kv_cache/";
+constexpr int kSteps = 3;
+
+// Step k's inputs: q, k, v (float32) and input_pos (int64), as exported.
+std::vector<Value> step_inputs(int step) {
+  std::vector<Value> inputs;
+  for (int i = 0; i < 4; ++i)
+    inputs.push_back(io::read_npy(kFixture + "step" + std::to_string(step) + "_input_" + std::to_string(i) + ".npy"));
+  return inputs;
+}
+
+using StepOutputs = std::vector<std::vector<Value>>;
+
+void run_steps(Session& session, int first, int last, StepOutputs& outputs) {
+  for (int step = first; step < last; ++step) outputs.push_back(session.run(step_inputs(step)));
+}
+
+// Bitwise equality: the CPU reference is deterministic whatever thread runs it.
+void expect_same_outputs(const StepOutputs& got, const StepOutputs& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < got.size(); ++s) {
+    ASSERT_EQ(got[s].size(), want[s].size());
+    for (size_t o = 0; o < got[s].size(); ++o) {
+      const Tensor& a = std::get<Tensor>(got[s][o]);
+      const Tensor& b = std::get<Tensor>(want[s][o]);
+      ASSERT_EQ(a.shape(), b.shape()) << "step " << s << " output " << o;
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.nbytes()), 0) << "step " << s << " output " << o;
+    }
+  }
+}
+
+StepOutputs reference_outputs() {
+  Session session(kFixture + "model.pte");
+  StepOutputs outputs;
+  run_steps(session, 0, kSteps, outputs);
+  return outputs;
+}
+
+TEST(SessionThreads, TwoSessionsRunAtOnceFromTwoThreads) {
+  const StepOutputs want = reference_outputs();
+  StepOutputs got[2];
+  std::vector<std::thread> threads;
+  for (StepOutputs& outputs : got)
+    threads.emplace_back([&outputs] {
+      Session session(kFixture + "model.pte");
+      run_steps(session, 0, kSteps, outputs);
+    });
+  for (std::thread& t : threads) t.join();
+  expect_same_outputs(got[0], want);
+  expect_same_outputs(got[1], want);
+}
+
+TEST(SessionThreads, OneSessionUsedFromTwoThreadsInTurnKeepsItsState) {
+  const StepOutputs want = reference_outputs();
+  Session session(kFixture + "model.pte");
+  StepOutputs got;
+  std::thread first([&] { run_steps(session, 0, 1, got); });
+  first.join();  // the handover: run() calls on one session must not overlap
+  std::thread second([&] { run_steps(session, 1, kSteps, got); });
+  second.join();
+  expect_same_outputs(got, want);
+}
+
+}  // namespace
+}  // namespace wgml

@@ -1,0 +1,161 @@
+// Load-time fusion (runtime/fusion.h): what it fuses in a real Llama export, and the patterns it
+// must leave alone because fusing them would change what the program computes.
+#include "runtime/fusion.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "frontend/load_model.h"
+
+namespace {
+
+using wgml::ir::Tid;
+
+const std::filesystem::path kTinyLlama = std::filesystem::path(WGML_SOURCE_DIR) / "tests/fixtures/llm/tiny-llama-fp32";
+
+template <class N>
+wgml::ir::Instruction instruction(N node) {
+  return wgml::ir::Instruction(wgml::ir::Node(std::move(node)));
+}
+
+wgml::ir::Program program_of(std::vector<wgml::ir::Instruction> instructions, std::vector<uint32_t> outputs) {
+  wgml::ir::Program p;
+  p.num_temp_tensors = 16;
+  p.chains.push_back(wgml::ir::Chain{std::move(instructions), {}});
+  for (uint32_t t : outputs) p.outputs.push_back(wgml::ir::Slot{t, wgml::ir::SlotType::Tensor});
+  return p;
+}
+
+std::vector<std::string> names(const wgml::ir::Program& p) {
+  std::vector<std::string> out;
+  for (const auto& i : p.chains[p.main_chain_idx].instructions) out.push_back(wgml::ir::instruction_name(i));
+  return out;
+}
+
+wgml::ir::IntOrVid literal(int64_t v) { return wgml::ir::IntOrVid{v, {}, false}; }
+
+// x (slot 0) * cos (1) + concat(-x[..., 2:], x[..., :2]) * sin (2) -> slot 9, as Hugging Face's
+// apply_rotary_pos_emb exports; slot 4 is the negated upper half.
+std::vector<wgml::ir::Instruction> rope(Tid x = Tid{0}) {
+  return {instruction(wgml::ir::MultiplyNode{x, Tid{1}, Tid{3}}),
+          instruction(wgml::ir::SliceNode{x, Tid{5}, literal(3), literal(0), literal(2), 1}),
+          instruction(wgml::ir::SliceNode{x, Tid{4}, literal(3), literal(2), literal(INT64_MAX), 1}),
+          instruction(wgml::ir::NegNode{Tid{4}, Tid{4}}),
+          instruction(wgml::ir::ConcatenateNode{{Tid{4}, Tid{5}}, Tid{6}, -1}),
+          instruction(wgml::ir::MultiplyNode{Tid{6}, Tid{2}, Tid{7}}),
+          instruction(wgml::ir::AddNode{Tid{3}, Tid{7}, Tid{9}})};
+}
+
+TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
+  auto model = wgml::frontend::load_model((kTinyLlama / "model.pte").string());
+  wgml::ir::Program& p = model.program;
+  const size_t before = p.chains[p.main_chain_idx].instructions.size();
+  const wgml::runtime::FusionCounts counts = wgml::runtime::fuse_instructions(p);
+  // Two layers: q and k rotated in each, the attention and MLP outputs added to the residual, one
+  // attention over the prefixes of the layer's KV caches.
+  EXPECT_EQ(counts.rotate_half, 4u);
+  EXPECT_EQ(counts.residual_addmm, 4u);
+  EXPECT_EQ(counts.cache_attention, 2u);
+  const auto& main = p.chains[p.main_chain_idx].instructions;
+  EXPECT_EQ(main.size(), before - 4 * 6 - 4 * 1 - 2 * 2);
+  const std::map<std::string, size_t> parts_of = {{"RotateHalf", 7}, {"Addmm", 2}, {"Sdpa", 3}};
+  size_t fused = 0;
+  for (const auto& i : main) {
+    const auto* op = std::get_if<wgml::ir::OnnxOp>(&i);
+    if (!op) continue;
+    ++fused;
+    ASSERT_TRUE(op->parts_chain);
+    const size_t parts = p.chains.at(*op->parts_chain).instructions.size();
+    EXPECT_EQ(parts, parts_of.at(op->op_type)) << op->domain << "." << op->op_type;
+  }
+  EXPECT_EQ(fused, 10u);
+}
+
+TEST(Fusion, RopeFusesIntoOneOpThatKeepsItsParts) {
+  wgml::ir::Program p = program_of(rope(), {9});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).rotate_half, 1u);
+  EXPECT_EQ(names(p), std::vector<std::string>{"wgml.RotateHalf"});
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+  ASSERT_EQ(op.inputs.size(), 3u);
+  EXPECT_EQ(op.inputs[0]->idx, 0u);
+  EXPECT_EQ(op.inputs[1]->idx, 1u);
+  EXPECT_EQ(op.inputs[2]->idx, 2u);
+  EXPECT_EQ(op.outputs.at(0)->idx, 9u);
+  EXPECT_EQ(p.chains.at(*op.parts_chain).instructions.size(), 7u);
+}
+
+TEST(Fusion, AnIntermediateReadElsewhereKeepsThePatternAsItIs) {
+  std::vector<wgml::ir::Instruction> chain = rope();
+  chain.push_back(instruction(wgml::ir::NegNode{Tid{6}, Tid{10}}));  // reads the concatenation
+  wgml::ir::Program p = program_of(chain, {9, 10});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).rotate_half, 0u);
+  EXPECT_EQ(p.chains[0].instructions.size(), 8u);
+}
+
+TEST(Fusion, AnIntermediateThatIsAProgramOutputKeepsThePattern) {
+  wgml::ir::Program p = program_of(rope(), {9, 3});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).rotate_half, 0u);
+}
+
+TEST(Fusion, SlicesOfAnotherValueOfTheSameSlotAreNoRotation) {
+  std::vector<wgml::ir::Instruction> chain = rope();
+  // x is written again between the lower slice and the upper one: they slice different values.
+  chain.insert(chain.begin() + 2, instruction(wgml::ir::NegNode{Tid{11}, Tid{0}}));
+  wgml::ir::Program p = program_of(chain, {9});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).rotate_half, 0u);
+}
+
+// k and v cut from the caches (slots 1 and 2) up to the bound in value slot 0.
+std::vector<wgml::ir::Instruction> cache_attention(wgml::ir::IntOrVid v_stop) {
+  const wgml::ir::IntOrVid bound{0, wgml::ir::Vid{0}, true};
+  return {instruction(wgml::ir::SliceNode{Tid{1}, Tid{4}, literal(2), literal(0), bound, 1}),
+          instruction(wgml::ir::SliceNode{Tid{2}, Tid{5}, literal(2), literal(0), v_stop, 1}),
+          instruction(wgml::ir::SdpaNode{Tid{3}, Tid{4}, Tid{5}, Tid{6}, 0.5f, std::nullopt, true})};
+}
+
+TEST(Fusion, AttentionOverCachePrefixesReadsTheCachesUpToTheBound) {
+  wgml::ir::Program p = program_of(cache_attention(wgml::ir::IntOrVid{0, wgml::ir::Vid{0}, true}), {6});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).cache_attention, 1u);
+  EXPECT_EQ(names(p), std::vector<std::string>{"mlx.Sdpa"});
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+  EXPECT_EQ(op.inputs.at(1)->idx, 1u);
+  EXPECT_EQ(op.inputs.at(2)->idx, 2u);
+  ASSERT_EQ(op.value_attributes.size(), 1u);
+  EXPECT_EQ(op.value_attributes[0].first, "kvStop");
+}
+
+TEST(Fusion, CacheSlicesOfDifferentLengthsAreLeftAlone) {
+  wgml::ir::Program p = program_of(cache_attention(literal(7)), {6});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).cache_attention, 0u);
+}
+
+TEST(Fusion, ResidualAddFusesIntoAddmmWithBias) {
+  wgml::ir::Program p = program_of({instruction(wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{3}, std::nullopt, 1.0f, 1.0f}),
+                                    instruction(wgml::ir::AddNode{Tid{2}, Tid{3}, Tid{4}})},
+                                   {4});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_addmm, 1u);
+  EXPECT_EQ(names(p), std::vector<std::string>{"mlx.Addmm"});
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+  EXPECT_EQ(op.inputs.at(2)->idx, 2u);  // the residual is the bias
+}
+
+TEST(Fusion, AnOperandOverwrittenBeforeTheAddBlocksTheResidualFusion) {
+  // mat1 (slot 0) holds another value by the time the Add runs, so Addmm cannot move there.
+  wgml::ir::Program p =
+      program_of({instruction(wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{3}, std::nullopt, 1.0f, 1.0f}),
+                  instruction(wgml::ir::NegNode{Tid{5}, Tid{0}}), instruction(wgml::ir::AddNode{Tid{2}, Tid{3}, Tid{4}})},
+                 {4, 0});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_addmm, 0u);
+}
+
+TEST(Fusion, AnAddmmWithABiasOrAScaleIsLeftAlone) {
+  for (const auto& mm : {wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{3}, Tid{5}, 1.0f, 1.0f},
+                         wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{3}, std::nullopt, 2.0f, 1.0f}}) {
+    wgml::ir::Program p = program_of({instruction(mm), instruction(wgml::ir::AddNode{Tid{2}, Tid{3}, Tid{4}})}, {4});
+    EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_addmm, 0u);
+  }
+}
+
+}  // namespace
