@@ -120,7 +120,10 @@ bool Value::dims_known() const {
   return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
 }
 
-Lowering::Lowering(std::string source) : source_(std::move(source)) { chains_.emplace_back(); }
+Lowering::Lowering(std::string source) : source_(std::move(source)) {
+  chains_.emplace_back();
+  chain_first_slot_.push_back(0);
+}
 
 ir::Tid Lowering::new_slot(SlotClass c) {
   slot_classes_.push_back(c);
@@ -180,6 +183,7 @@ void Lowering::emit(ir::OnnxOp op) {
 
 uint32_t Lowering::new_chain() {
   chains_.emplace_back();
+  chain_first_slot_.push_back(slot_classes_.size());
   return static_cast<uint32_t>(chains_.size() - 1);
 }
 
@@ -232,8 +236,9 @@ Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, co
     in_chain(false_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_false), .out = slot}); });
     return runtime(slot, when_true.dtype, merge_dims(when_true.dims, when_false.dims));
   }
-  write_placeholders(when_true, false_chain);
-  write_placeholders(when_false, true_chain);
+  const size_t first_slot = std::min(chain_first_slot_[true_chain], chain_first_slot_[false_chain]);
+  write_placeholders(when_true, false_chain, first_slot);
+  write_placeholders(when_false, true_chain, first_slot);
   Value out = when_true;
   out.tid.reset();
   out.constant.reset();
@@ -243,16 +248,18 @@ Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, co
 }
 
 Value Lowering::only_one_side(const Value& v, uint32_t failing_chain) {
-  write_placeholders(v, failing_chain);
+  write_placeholders(v, failing_chain, chain_first_slot_[failing_chain]);
   return v;
 }
 
-void Lowering::write_placeholders(const Value& v, uint32_t chain) {
+void Lowering::write_placeholders(const Value& v, uint32_t chain, size_t first_slot) {
   if (v.alternatives) {
-    write_placeholders(v.alternatives->when_true, chain);
-    write_placeholders(v.alternatives->when_false, chain);
+    write_placeholders(v.alternatives->when_true, chain, first_slot);
+    write_placeholders(v.alternatives->when_false, chain, first_slot);
   }
-  if (!v.tid || slot_classes_[v.tid->idx] != SlotClass::Temp) return;
+  // A slot older than the branches (a value the branch passes through) is written on every path
+  // already: a placeholder would overwrite it where the other branch runs.
+  if (!v.tid || v.tid->idx < first_slot || slot_classes_[v.tid->idx] != SlotClass::Temp) return;
   const ir::Tid placeholder = scalar_constant(0, DType::Bool);
   in_chain(chain, [&] { emit(ir::IdCopyNode{.x = placeholder, .out = *v.tid}); });
 }

@@ -174,8 +174,9 @@ class Lowering {
   enum class SlotClass { Constant, Input, Output, Temp };
   ir::Tid new_slot(SlotClass c);
   // The program validator cannot tell that a value of one IfNode branch is read only where that
-  // branch ran: its slots also get a write, never read, in the other branch's chain.
-  void write_placeholders(const Value& v, uint32_t chain);
+  // branch ran: its slots made since `first_slot` also get a write, never read, in the other
+  // branch's chain.
+  void write_placeholders(const Value& v, uint32_t chain, size_t first_slot);
   ir::Tid tensor_from_elements(const Value& v);
 
   std::string source_;
@@ -186,6 +187,7 @@ class Lowering {
   std::vector<std::pair<std::string, ir::Tid>> inputs_, outputs_;
   uint32_t num_values_ = 0;
   std::vector<ir::Chain> chains_;
+  std::vector<size_t> chain_first_slot_;  // by chain: how many slots existed when it was made
   uint32_t chain_ = 0;
   std::map<std::string, Value> values_;
   std::map<std::pair<uint32_t, int>, ir::Vid> dim_cache_;

@@ -137,7 +137,11 @@ void lower_per_alternative(Lowering& g, const pb::NodeProto& node, ir::Vid cond,
   }
   for (int holds = 0; holds < 2; ++holds) {
     if (problems[holds].empty()) continue;
-    ir::OnnxOp fail{"wgml", "Unreachable", 1, node.name(), {}, {}, {}};
+    ir::OnnxOp fail;
+    fail.domain = "wgml";
+    fail.op_type = "Unreachable";
+    fail.opset = 1;
+    fail.name = node.name();
     fail.attributes.push_back({"reason", problems[holds].front().what});
     g.replace_chain(chains[holds], std::move(fail));
   }
