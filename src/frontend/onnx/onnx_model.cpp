@@ -25,6 +25,7 @@ const std::vector<OpRule>& all_rules() {
     add_quant_rules(r);
     add_misc_rules(r);
     add_sequence_rules(r);
+    add_contrib_rules(r);
     return r;
   }();
   return rules;

@@ -769,6 +769,8 @@ void add_nn_rules(std::vector<OpRule>& r) {
   add("InstanceNormalization", instance_normalization, 6);
   add("LayerNormalization", last_axes_normalization<false>, 17);
   add("RMSNormalization", last_axes_normalization<true>, 23);
+  // ONNX Runtime's contrib op of the same definition, which it registers in the ai.onnx domain.
+  add("SimplifiedLayerNormalization", last_axes_normalization<true>);
   add("GroupNormalization", group_normalization, 18);
   add("LRN", lrn);
 }
