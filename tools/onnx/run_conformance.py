@@ -132,31 +132,17 @@ def compare_outputs(got_by_index, data, test):
     return None
 
 
-def written_output(out, name):
-    """wgml's .npy for output `name`: NAME.npy, or with path separators and other characters a
-    file name cannot safely hold replaced by '_' (the CLI's rule for such names, issue 15)."""
-    for candidate in (name, re.sub(r"[^A-Za-z0-9._-]", "_", name)):
-        path = os.path.join(out, f"{candidate}.npy")
-        if os.path.isfile(path) and os.path.realpath(path).startswith(os.path.realpath(out) + os.sep):
-            return np.load(path)
-    return None
-
-
-def prepare_output_dirs(out, names):
-    """Folders for output names with a '/' (gpu_0/softmax_1), which the CLI writes as paths
-    today; only names that stay inside `out`."""
-    for name in names:
-        parent = os.path.dirname(name)
-        if parent and not os.path.isabs(name) and ".." not in name.split("/"):
-            os.makedirs(os.path.join(out, parent), exist_ok=True)
+def written_outputs(stdout):
+    """Output name -> array, from the files `wgml run --json` says it wrote (one plain file name per
+    output, docs/reliability.md)."""
+    return {o["name"]: np.load(o["file"]) for o in json.loads(stdout)["steps"][0] if "file" in o}
 
 
 def run_test(name, test, args):
     model = os.path.join(args.tests, name, "model.onnx")
     for data in data_sets(name, args):
         with tempfile.TemporaryDirectory(prefix="wgml_onnx_") as out:
-            prepare_output_dirs(out, test["output_names"])
-            command = [args.wgml, "run", model, "--output-dir", out, "--device", args.device]
+            command = [args.wgml, "run", model, "--output-dir", out, "--device", args.device, "--json"]
             for i, input_name in enumerate(test["input_names"]):
                 command += ["--input", f"{input_name}={os.path.join(data, f'input_{i}.pb')}"]
             try:
@@ -168,7 +154,8 @@ def run_test(name, test, args):
                 if "[unsupported]" in message or "[Unsupported]" in message:
                     return "unsupported", message
                 return "fail", message
-            problem = compare_outputs(lambda i: written_output(out, test["output_names"][i]), data, test)
+            written = written_outputs(proc.stdout)
+            problem = compare_outputs(lambda i: written.get(test["output_names"][i]), data, test)
             if problem:
                 return "fail", problem
     return "pass", ""

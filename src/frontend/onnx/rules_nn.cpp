@@ -654,6 +654,16 @@ void batch_normalization(NodeLowering& n) {
   if (n.wants_output(2)) n.set_output(2, running(4, var), x.dtype, {x.dims[1]});
 }
 
+// Before opset 7: `spatial` (statistics per channel when 1) and `is_test` (inference when 1);
+// inference with per-channel statistics is the opset 7 op.
+void legacy_batch_normalization(NodeLowering& n) {
+  if (n.attr_int("spatial", 1) != 1) n.unsupported("spatial = 0 (statistics per element)");
+  if (n.attr_int("is_test", 0) == 0) n.unsupported("is_test = 0 (batch statistics)");
+  for (size_t i = 1; i < n.num_outputs(); ++i)
+    if (n.wants_output(i)) n.unsupported("the training statistics outputs");
+  batch_normalization(n);
+}
+
 void instance_normalization(NodeLowering& n) {
   const Value& x = n.in(0);
   const Tid xt = n.in_tensor(0);
@@ -756,15 +766,18 @@ void lrn(NodeLowering& n) {
 void add_nn_rules(std::vector<OpRule>& r) {
   auto add = [&](const char* op, LowerFn f, int since = 1) { r.push_back({"", op, since, f}); };
   add("MatMul", mat_mul);
-  add("Gemm", gemm, 7);
+  // Gemm before 7 took C always and broadcast it only with broadcast=1: numpy broadcasting covers it.
+  add("Gemm", gemm);
   add("Conv", conv);
   add("ConvTranspose", conv_transpose);
-  add("MaxPool", max_pool, 8);
-  add("AveragePool", average_pool, 7);
+  // The pools of older opsets lack attributes whose defaults give their behaviour.
+  add("MaxPool", max_pool);
+  add("AveragePool", average_pool);
   add("LpPool", lp_pool, 11);
   add("GlobalAveragePool", global_pool<MeanNode>);
   add("GlobalMaxPool", global_pool<MaxNode>);
   add("GlobalLpPool", global_lp_pool, 2);
+  add("BatchNormalization", legacy_batch_normalization);
   add("BatchNormalization", batch_normalization, 7);
   add("InstanceNormalization", instance_normalization, 6);
   add("LayerNormalization", last_axes_normalization<false>, 17);
