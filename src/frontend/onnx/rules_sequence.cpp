@@ -56,7 +56,8 @@ void sequence_construct(NodeLowering& n) {
     if (elements.back().dtype != elements.front().dtype) n.fail("tensors of one dtype");
   }
   if (elements.empty()) n.fail("at least one input");
-  n.set_output(0, sequence_of(elements.front().dtype, std::move(elements)));
+  const DType dtype = elements.front().dtype;  // read before the list moves: argument order is unspecified
+  n.set_output(0, sequence_of(dtype, std::move(elements)));
 }
 
 void sequence_insert(NodeLowering& n) {
