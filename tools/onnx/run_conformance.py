@@ -306,7 +306,8 @@ def main():
     parser.add_argument("--tests", required=True, help="directory written by generate_node_tests.py")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--timeout", type=int, default=120, help="seconds per test")
+    parser.add_argument("--timeout", type=int, default=600,
+                        help="seconds per test (the CPU reference takes minutes on light_vgg19 on a busy machine)")
     parser.add_argument("--filter", default="", help="regex on test names (model suites' are SUITE/NAME)")
     parser.add_argument("--summary", help="write the markdown summary here")
     parser.add_argument("--min-pass-rate", type=float, default=0.0,
