@@ -10,16 +10,14 @@ output) and SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization (ai.o
 Runtime registers it), MatMulNBits (4-bit with the default zero point and with packed uint8 zero
 points, 8-bit, 2-bit, a bias input; block sizes 32 and 128). Inputs are random with a fixed seed.
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_models import compare_cases  # noqa: E402
+from compare_models import compare_built_models  # noqa: E402
 
 FLOAT = TensorProto.FLOAT
 MS = "com.microsoft"
@@ -104,6 +102,11 @@ def mat_mul_n_bits(k, n, bits, block, zero_points=False, bias=False):
     return model([node], [("a", [2, 3, k])], ["y"], params), {"a": normal(2, 3, k)}
 
 
+def with_kind(case):
+    model, inputs = case
+    return model, {"random": inputs}
+
+
 CASES = {
     "fast_gelu": lambda: unary("FastGelu", [2, 3, 8]),
     "fast_gelu_bias": lambda: unary("FastGelu", [2, 3, 8], [("bias", normal(8))]),
@@ -125,20 +128,7 @@ CASES = {
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wgml", required=True)
-    parser.add_argument("--device", default="cpu", choices=["cpu", "webgpu"])
-    args = parser.parse_args()
-    import onnx
-    with tempfile.TemporaryDirectory(prefix="wgml_contrib_") as work:
-        cases = []
-        for name, make in CASES.items():
-            m, inputs = make()
-            path = os.path.join(work, f"{name}.onnx")
-            onnx.save(m, path)
-            cases.append((name, path, {"random": inputs}))
-        failures = compare_cases(cases, args.wgml, args.device, 1e-4, allowed_cpu_ops=None)
-    sys.exit(1 if failures else 0)
+    compare_built_models(((name, *with_kind(make())) for name, make in CASES.items()), 1e-4, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

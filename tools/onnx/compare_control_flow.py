@@ -17,17 +17,15 @@ through `wgml run` and onnxruntime's CPU provider (the reference).
 - passed_through: an If of ranks 3 and 2 whose else branch passes a computed value through, which
   is read again after the If (silero-vad's decoder does this with its LSTM state).
 """
-import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_models import compare_cases  # noqa: E402
+from compare_models import compare_built_models  # noqa: E402
 
 FLOAT, INT64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -164,20 +162,7 @@ CASES = (if_ranks, squeeze_if_one, loop_grow, scan_dynamic, if_in_loop, passed_t
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wgml", required=True)
-    parser.add_argument("--device", default="cpu", choices=["cpu", "webgpu"])
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="wgml_control_flow_") as work:
-        cases = []
-        for make in CASES:
-            m, inputs = make()
-            path = os.path.join(work, f"{make.__name__}.onnx")
-            onnx.save(m, path)
-            cases.append((make.__name__, path, inputs))
-        # Value-slot arithmetic and control flow run on the host: correctness is the bar here.
-        failures = compare_cases(cases, args.wgml, args.device, 1e-6, allowed_cpu_ops=None)
-    sys.exit(1 if failures else 0)
+    compare_built_models(((make.__name__, *make()) for make in CASES), 1e-6, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
