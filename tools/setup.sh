@@ -69,4 +69,7 @@ fi
 # pytorch/tokenizers (ExecuTorch's tokenizer library), the PyPI sdist's C++ sources, into
 # .cache/tokenizers: src/llm builds them against the Debian packages above.
 "$repo/tools/llm/fetch_tokenizers.sh" >/dev/null
+# The official silero-vad ONNX models (PyPI silero-vad, pinned) into .cache/silero-vad: the
+# CTests onnx_silero_vad* compare every shipped variant with onnxruntime.
+"$repo/tools/onnx/fetch_silero_vad.sh" "$repo/.cache/silero-vad"
 log "ready"

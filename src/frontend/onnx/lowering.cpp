@@ -57,6 +57,31 @@ void remap_tids(ir::Instruction& instruction, Map map) {
       std::get<ir::Node>(instruction));
 }
 
+bool same_elements(const std::vector<ir::IntOrVid>& a, const std::vector<ir::IntOrVid>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const ir::IntOrVid& x, const ir::IntOrVid& y) {
+    return x.is_vid == y.is_vid && (x.is_vid ? x.vid == y.vid : x.literal == y.literal);
+  });
+}
+
+// v where the IfNode on `cond` went the way `holds` says (alternatives on other conditions kept).
+Value resolved(const Value& v, ir::Vid cond, bool holds) {
+  if (!v.alternatives) return v;
+  const Alternatives& a = *v.alternatives;
+  if (a.cond == cond) return resolved(holds ? a.when_true : a.when_false, cond, holds);
+  Value out = v;
+  out.alternatives = std::make_shared<const Alternatives>(
+      Alternatives{a.cond, resolved(a.when_true, cond, holds), resolved(a.when_false, cond, holds)});
+  return out;
+}
+
+// The ranks a value may have at run time.
+std::set<int> ranks_of(const Value& v) {
+  if (!v.alternatives) return {v.rank()};
+  std::set<int> ranks = ranks_of(v.alternatives->when_true);
+  ranks.merge(ranks_of(v.alternatives->when_false));
+  return ranks;
+}
+
 ir::TensorMeta static_meta(DType dtype, const Shape& shape) {
   ir::TensorMeta m;
   m.dtype = dtype;
@@ -85,11 +110,20 @@ std::string versioned_label(const pb::NodeProto& n, int64_t opset) {
   return "node '" + n.name() + "' (" + domain + n.op_type() + ", opset " + std::to_string(opset) + ")";
 }
 
+Dims merge_dims(const Dims& a, const Dims& b) {
+  Dims out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = i < b.size() && a[i] == b[i] ? a[i] : kUnknownDim;
+  return out;
+}
+
 bool Value::dims_known() const {
   return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
 }
 
-Lowering::Lowering(std::string source) : source_(std::move(source)) { chains_.emplace_back(); }
+Lowering::Lowering(std::string source) : source_(std::move(source)) {
+  chains_.emplace_back();
+  chain_first_slot_.push_back(0);
+}
 
 ir::Tid Lowering::new_slot(SlotClass c) {
   slot_classes_.push_back(c);
@@ -149,7 +183,13 @@ void Lowering::emit(ir::OnnxOp op) {
 
 uint32_t Lowering::new_chain() {
   chains_.emplace_back();
+  chain_first_slot_.push_back(slot_classes_.size());
   return static_cast<uint32_t>(chains_.size() - 1);
+}
+
+void Lowering::replace_chain(uint32_t chain, ir::OnnxOp op) {
+  chains_[chain] = ir::Chain{};
+  in_chain(chain, [&] { emit(std::move(op)); });
 }
 
 void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
@@ -172,6 +212,84 @@ void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
   dim_cache_ = std::move(outer_dims);
 }
 
+void Lowering::assume(ir::Vid cond, bool holds) {
+  for (auto& [name, v] : values_)
+    if (v.alternatives) v = resolved(v, cond, holds);
+}
+
+Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, const Value& when_true, const Value& when_false) {
+  if (when_true.sequence || when_false.sequence)
+    throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": a sequence chosen by a run-time If");
+  const bool plain = !when_true.alternatives && !when_false.alternatives && when_true.dtype == when_false.dtype;
+  if (plain && when_true.tid && when_false.tid && *when_true.tid == *when_false.tid) return when_true;
+  const auto known_true = known_elements(when_true);
+  const auto known_false = known_elements(when_false);
+  if (plain && known_true && known_false && when_true.dims == when_false.dims && same_elements(*known_true, *known_false)) {
+    Value same = when_true;
+    same.tid.reset();  // a slot made in one chain only
+    return same;
+  }
+  // Known elements stay alternatives: the shape arithmetic downstream folds on each side.
+  if (plain && !known_true && !known_false && when_true.rank() == when_false.rank()) {
+    const ir::Tid slot = new_temp();
+    in_chain(true_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_true), .out = slot}); });
+    in_chain(false_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_false), .out = slot}); });
+    return runtime(slot, when_true.dtype, merge_dims(when_true.dims, when_false.dims));
+  }
+  const size_t first_slot = std::min(chain_first_slot_[true_chain], chain_first_slot_[false_chain]);
+  write_placeholders(when_true, false_chain, first_slot);
+  write_placeholders(when_false, true_chain, first_slot);
+  Value out = when_true;
+  out.tid.reset();
+  out.constant.reset();
+  out.elements.reset();
+  out.alternatives = std::make_shared<const Alternatives>(Alternatives{cond, when_true, when_false});
+  return out;
+}
+
+Value Lowering::only_one_side(const Value& v, uint32_t failing_chain) {
+  write_placeholders(v, failing_chain, chain_first_slot_[failing_chain]);
+  return v;
+}
+
+void Lowering::write_placeholders(const Value& v, uint32_t chain, size_t first_slot) {
+  if (v.alternatives) {
+    write_placeholders(v.alternatives->when_true, chain, first_slot);
+    write_placeholders(v.alternatives->when_false, chain, first_slot);
+  }
+  // A slot older than the branches (a value the branch passes through) is written on every path
+  // already: a placeholder would overwrite it where the other branch runs.
+  if (!v.tid || v.tid->idx < first_slot || slot_classes_[v.tid->idx] != SlotClass::Temp) return;
+  const ir::Tid placeholder = scalar_constant(0, DType::Bool);
+  in_chain(chain, [&] { emit(ir::IdCopyNode{.x = placeholder, .out = *v.tid}); });
+}
+
+Value Lowering::merged(const Value& v, bool any_rank) {
+  if (!v.alternatives) return v;
+  const Alternatives& a = *v.alternatives;
+  const uint32_t true_chain = new_chain();
+  const uint32_t false_chain = new_chain();
+  Value when_true, when_false;
+  in_chain(true_chain, [&] {
+    assume(a.cond, true);
+    when_true = merged(a.when_true, any_rank);
+  });
+  in_chain(false_chain, [&] {
+    assume(a.cond, false);
+    when_false = merged(a.when_false, any_rank);
+  });
+  if ((when_true.rank() != when_false.rank() && !any_rank) || when_true.dtype != when_false.dtype)
+    throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": a value that is of rank " +
+                                            std::to_string(when_true.rank()) + " or " + std::to_string(when_false.rank()) +
+                                            " depending on a run-time If, where one rank is needed");
+  emit(ir::IfNode{.cond = slot(a.cond), .then_chain_idx = true_chain, .else_chain_idx = false_chain});
+  const ir::Tid out = new_temp();
+  in_chain(true_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_true), .out = out}); });
+  in_chain(false_chain, [&] { emit(ir::IdCopyNode{.x = tensor(when_false), .out = out}); });
+  return runtime(out, when_true.dtype,
+                 when_true.rank() == when_false.rank() ? merge_dims(when_true.dims, when_false.dims) : when_true.dims);
+}
+
 bool Lowering::has_value(const std::string& name) const { return values_.count(name) > 0; }
 
 const Value& Lowering::value(const std::string& name) const {
@@ -189,6 +307,7 @@ ir::Tid Lowering::tensor_of(const std::string& name) {
 }
 
 ir::Tid Lowering::tensor(const Value& v) {
+  if (v.alternatives) return *merged(v).tid;
   if (v.tid) return *v.tid;
   if (v.constant) return add_constant(*v.constant, "const");
   if (v.elements) return tensor_from_elements(v);
@@ -371,13 +490,19 @@ ir::IntOrVid Lowering::product(const std::vector<ir::IntOrVid>& v) {
   return p;
 }
 
-void Lowering::add_output(const std::string& name, const Value& v, std::vector<ir::Dim> declared) {
+void Lowering::add_output(const std::string& name, const Value& value, std::vector<ir::Dim> declared) {
   origin_ = "graph output '" + name + "'";
+  if (value.sequence) throw Error(ErrorCode::Unsupported, source_ + ": " + origin_ + ": sequence outputs");
+  // An output whose rank depends on a run-time If is that rank, as in onnxruntime; its metadata
+  // is the model's declaration.
+  const bool one_rank = ranks_of(value).size() == 1;
+  const Value v = merged(value, true);
   const ir::Tid source = tensor(v);
   const ir::Tid out = new_slot(SlotClass::Output);
   ir::TensorMeta meta;
   meta.dtype = v.dtype;
-  for (int d = 0; d < v.rank(); ++d) {
+  if (!one_rank) meta.shape = declared;
+  for (int d = 0; d < (one_rank ? v.rank() : 0); ++d) {
     if (v.dims[d] >= 0)
       meta.shape.push_back(ir::Dim{static_cast<int32_t>(v.dims[d]), 0, -1});
     else if (static_cast<size_t>(d) < declared.size())

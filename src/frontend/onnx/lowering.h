@@ -4,6 +4,7 @@
 // on integers is folded here where it is static and becomes value-slot arithmetic where it is not.
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -48,6 +49,8 @@ class Checked : public std::vector<T> {
 using Dims = Checked<int64_t>;
 constexpr int64_t kUnknownDim = -1;
 
+struct Alternatives;
+
 // What the lowering knows about one ONNX value.
 struct Value {
   DType dtype = DType::Float32;
@@ -57,10 +60,26 @@ struct Value {
   // An integer scalar or vector known element by element: literals, or value slots computed at
   // run time (shape arithmetic). Consumers that take shapes read these without a tensor.
   std::optional<std::vector<ir::IntOrVid>> elements;
+  // Set when the value is one of two that a run-time If chose between and they could not be
+  // merged into one (different ranks, different known shape elements). The other fields are then
+  // the first alternative's; rules never see such a value (lower_node splits its consumers).
+  std::shared_ptr<const Alternatives> alternatives;
+  // Set for an ONNX sequence: its tensors, known one by one at load time (dtype is theirs, dims
+  // and the rest unused). Only the sequence ops read one (rules_sequence.cpp).
+  std::shared_ptr<const std::vector<Value>> sequence;
 
   int rank() const { return static_cast<int>(dims.size()); }
   bool dims_known() const;
 };
+
+// The value is `when_true` where the value slot `cond` is nonzero at run time, else `when_false`.
+struct Alternatives {
+  ir::Vid cond;
+  Value when_true, when_false;
+};
+
+// Dims of either of two values of one rank: unknown where they differ.
+Dims merge_dims(const Dims& a, const Dims& b);
 
 // Why a model cannot be lowered: collected over all nodes, reported in one error.
 struct Unsupported {
@@ -87,8 +106,23 @@ class Lowering {
   // What the instructions emitted from now on are made from ("node 'x' (Conv)"), for errors.
   void set_origin(std::string origin) { origin_ = std::move(origin); }
   uint32_t new_chain();
+  // Drops what `chain` holds (a lowering that failed part way) for `op` alone.
+  void replace_chain(uint32_t chain, ir::OnnxOp op);
   // Runs f with instructions going to `chain` and values defined inside scoped to it.
   void in_chain(uint32_t chain, const std::function<void()>& f);
+  // Inside the chain an IfNode on `cond` runs when `cond` is `holds`: every value that depends on
+  // that choice becomes the alternative taken.
+  void assume(ir::Vid cond, bool holds);
+  // The value of an IfNode on `cond` whose chains produced `when_true` and `when_false`: one value
+  // when both are the same known value, one slot both chains copy into when the two are tensors
+  // of one dtype and rank, else the pair as alternatives.
+  Value join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, const Value& when_true, const Value& when_false);
+  // The value of an IfNode whose other chain, `failing_chain`, fails at run time: `v` itself.
+  Value only_one_side(const Value& v, uint32_t failing_chain);
+  // A value without alternatives: they are copied into one slot by an IfNode on their condition;
+  // dims are merged (unknown where they differ). Alternatives of different ranks are Unsupported
+  // unless `any_rank` (the dims are then the first alternative's).
+  Value merged(const Value& v, bool any_rank = false);
 
   // ONNX values by name.
   bool has_value(const std::string& name) const;
@@ -139,6 +173,10 @@ class Lowering {
  private:
   enum class SlotClass { Constant, Input, Output, Temp };
   ir::Tid new_slot(SlotClass c);
+  // The program validator cannot tell that a value of one IfNode branch is read only where that
+  // branch ran: its slots made since `first_slot` also get a write, never read, in the other
+  // branch's chain.
+  void write_placeholders(const Value& v, uint32_t chain, size_t first_slot);
   ir::Tid tensor_from_elements(const Value& v);
 
   std::string source_;
@@ -149,6 +187,7 @@ class Lowering {
   std::vector<std::pair<std::string, ir::Tid>> inputs_, outputs_;
   uint32_t num_values_ = 0;
   std::vector<ir::Chain> chains_;
+  std::vector<size_t> chain_first_slot_;  // by chain: how many slots existed when it was made
   uint32_t chain_ = 0;
   std::map<std::string, Value> values_;
   std::map<std::pair<uint32_t, int>, ir::Vid> dim_cache_;
@@ -235,6 +274,8 @@ void add_control_rules(std::vector<OpRule>& rules);
 void add_attention_rules(std::vector<OpRule>& rules);
 void add_quant_rules(std::vector<OpRule>& rules);
 void add_misc_rules(std::vector<OpRule>& rules);
+void add_sequence_rules(std::vector<OpRule>& rules);
+void add_contrib_rules(std::vector<OpRule>& rules);
 
 const OpRule* find_rule(const std::string& domain, const std::string& op_type, int64_t opset);
 

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "frontend/onnx/lowering.h"
@@ -23,6 +24,8 @@ const std::vector<OpRule>& all_rules() {
     add_attention_rules(r);
     add_quant_rules(r);
     add_misc_rules(r);
+    add_sequence_rules(r);
+    add_contrib_rules(r);
     return r;
   }();
   return rules;
@@ -88,6 +91,83 @@ bool reads_poisoned(const Lowering& g, const pb::NodeProto& node) {
   return false;
 }
 
+void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>& unsupported);
+
+// The condition of the first input whose value depends on which way a run-time If went.
+std::optional<ir::Vid> alternatives_condition(const Lowering& g, const pb::NodeProto& node) {
+  for (const std::string& in : node.input())
+    if (!in.empty() && g.has_value(in) && g.value(in).alternatives) return g.value(in).alternatives->cond;
+  return std::nullopt;
+}
+
+// Lowers the node in `chain` seeing the values of the way `holds` says; what went wrong when the
+// node cannot be lowered there (a Concat of ranks 2 and 3, say), else nothing.
+std::vector<Unsupported> lower_on_one_side(Lowering& g, const pb::NodeProto& node, ir::Vid cond, bool holds, uint32_t chain,
+                                           std::vector<std::optional<Value>>& outputs) {
+  std::vector<Unsupported> problems;
+  g.in_chain(chain, [&] {
+    g.assume(cond, holds);
+    try {
+      lower_node(g, node, problems);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::InvalidProgram) throw;
+      problems.push_back({e.what()});
+    }
+    for (const std::string& out : node.output())
+      outputs.push_back(problems.empty() && !out.empty() && g.has_value(out) ? std::optional<Value>(g.value(out)) : std::nullopt);
+  });
+  for (const std::string& out : node.output()) g.poisoned.erase(out);
+  return problems;
+}
+
+// A node reading such a value is lowered once per way the If can go, each in a chain of an IfNode
+// on the same condition that sees that way's values: a squeeze-if-the-dim-is-1 branch makes the
+// rank known again on each side, and shape tests downstream fold there. A side the node cannot be
+// lowered on is one the inputs never take when the model is sound (onnxruntime would fail there
+// at run time): it gets an op that fails at run time, and the node's outputs are the other side's.
+void lower_per_alternative(Lowering& g, const pb::NodeProto& node, ir::Vid cond, std::vector<Unsupported>& unsupported) {
+  const uint32_t chains[2] = {g.new_chain(), g.new_chain()};  // by whether cond holds
+  std::vector<std::optional<Value>> outputs[2];
+  const std::vector<Unsupported> problems[2] = {lower_on_one_side(g, node, cond, false, chains[0], outputs[0]),
+                                                lower_on_one_side(g, node, cond, true, chains[1], outputs[1])};
+  g.set_origin("ONNX " + node_label(node));
+  g.emit(ir::IfNode{.cond = {0, cond, true}, .then_chain_idx = chains[1], .else_chain_idx = chains[0]});
+  if (!problems[0].empty() && !problems[1].empty()) {
+    unsupported.insert(unsupported.end(), problems[1].begin(), problems[1].end());
+    return poison_outputs(g, node);
+  }
+  for (int holds = 0; holds < 2; ++holds) {
+    if (problems[holds].empty()) continue;
+    ir::OnnxOp fail;
+    fail.domain = "wgml";
+    fail.op_type = "Unreachable";
+    fail.opset = 1;
+    fail.name = node.name();
+    fail.attributes.push_back({"reason", problems[holds].front().what});
+    g.replace_chain(chains[holds], std::move(fail));
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty()) continue;
+    const auto& when_true = outputs[1][i];
+    const auto& when_false = outputs[0][i];
+    if (when_true && when_false)
+      g.define(node.output(i), g.join(cond, chains[1], chains[0], *when_true, *when_false));
+    else if (when_true || when_false)
+      g.define(node.output(i), g.only_one_side(when_true ? *when_true : *when_false, when_true ? chains[0] : chains[1]));
+    else
+      g.poisoned.insert(node.output(i));
+  }
+}
+
+// The ops a sequence value may flow into; any other is refused at load time.
+bool reads_sequences_only_where_allowed(const Lowering& g, const pb::NodeProto& node) {
+  const std::string& op = node.op_type();
+  if (op.starts_with("Sequence") || op == "ConcatFromSequence" || op == "Identity") return true;
+  for (const std::string& in : node.input())
+    if (!in.empty() && g.has_value(in) && g.value(in).sequence) return false;
+  return true;
+}
+
 // Nodes reading the result of an unsupported node are still checked for a lowering rule, so one
 // error lists every op the model needs; their dtype checks need the inputs and are skipped.
 void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>& unsupported) {
@@ -98,7 +178,10 @@ void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>
                                                (domain.empty() ? "ai.onnx" : domain) + "'");
   const OpRule* rule = find_rule(domain, node.op_type(), opset_it->second);
   if (!rule) unsupported.push_back({versioned_label(node, opset_it->second) + ": no lowering for this op"});
-  if (!rule || reads_poisoned(g, node)) return poison_outputs(g, node);
+  const bool sequence_misused = rule && !reads_sequences_only_where_allowed(g, node);
+  if (sequence_misused) unsupported.push_back({versioned_label(node, opset_it->second) + ": a sequence input"});
+  if (!rule || sequence_misused || reads_poisoned(g, node)) return poison_outputs(g, node);
+  if (const auto cond = alternatives_condition(g, node)) return lower_per_alternative(g, node, *cond, unsupported);
   NodeLowering n(g, node, opset_it->second);
   g.set_origin("ONNX " + node_label(node));
   try {

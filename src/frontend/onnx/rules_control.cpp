@@ -33,18 +33,13 @@ const Value& body_output(NodeLowering& n, const pb::GraphProto& body, int i) {
 
 // Writes body output i into `slot` (an IdCopy, free until either side changes).
 Value copy_body_output(NodeLowering& n, const pb::GraphProto& body, int i, Tid slot) {
-  const Value& v = body_output(n, body, i);
+  const Value v = n.g.merged(body_output(n, body, i));
   n.g.emit(IdCopyNode{.x = n.g.tensor(v), .out = slot});
   return Lowering::runtime(slot, v.dtype, v.dims);
 }
 
-Dims merged_dims(NodeLowering& n, const Dims& a, const Dims& b) {
-  if (a.size() != b.size()) n.unsupported("If branches whose outputs differ in rank");
-  Dims out(a.size());
-  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] == b[i] ? a[i] : kUnknownDim;
-  return out;
-}
-
+// Branch outputs may differ in shape and rank, as ONNX Runtime allows: what the model does with
+// them downstream is lowered per branch where the lowering needs to know which (Lowering::join).
 void if_op(NodeLowering& n) {
   const pb::GraphProto* then_graph = n.attr_graph("then_branch");
   const pb::GraphProto* else_graph = n.attr_graph("else_branch");
@@ -60,23 +55,21 @@ void if_op(NodeLowering& n) {
     return;
   }
   const IntOrVid cond = n.g.int_elements(n.in(0), n.where() + " input 0 (cond)")[0];
-  std::vector<Tid> slots;
-  for (size_t i = 0; i < outputs; ++i) slots.push_back(n.g.new_temp());
-  std::vector<Value> then_values, else_values;
   auto branch = [&](const pb::GraphProto& graph, std::vector<Value>& values) {
     const uint32_t chain = n.g.new_chain();
     n.g.in_chain(chain, [&] {
       lower_body(n, graph);
-      for (size_t i = 0; i < outputs; ++i) values.push_back(copy_body_output(n, graph, static_cast<int>(i), slots[i]));
+      for (size_t i = 0; i < outputs; ++i) values.push_back(body_output(n, graph, static_cast<int>(i)));
     });
     return chain;
   };
+  std::vector<Value> then_values, else_values;
   const uint32_t then_chain = branch(*then_graph, then_values);
   const uint32_t else_chain = branch(*else_graph, else_values);
   n.g.emit(IfNode{.cond = cond, .then_chain_idx = then_chain, .else_chain_idx = else_chain});
   for (size_t i = 0; i < outputs; ++i) {
     if (then_values[i].dtype != else_values[i].dtype) n.fail("branches whose outputs have equal dtypes");
-    n.set_output(i, slots[i], then_values[i].dtype, merged_dims(n, then_values[i].dims, else_values[i].dims));
+    n.set_output(i, n.g.join(cond.vid, then_chain, else_chain, then_values[i], else_values[i]));
   }
 }
 
@@ -89,6 +82,7 @@ struct ScanParts {
   std::vector<std::string> body_inputs;                       // names: carried, then sliced
   int skipped_body_outputs = 0;                               // leading body outputs that are neither (Loop's cond)
   std::vector<std::pair<std::string, Value>> body_constants;  // body inputs fixed at load time
+  std::vector<Dims> carried_dims;                             // over all steps (carried_dims()); else the initial dims
 };
 
 struct ScanResult {
@@ -115,7 +109,8 @@ ScanResult emit_scan(NodeLowering& n, const pb::GraphProto& body, const ScanPart
   n.g.in_chain(chain, [&] {
     for (size_t i = 0; i < carried; ++i) {
       const Value& v = parts.carried_initial[i];
-      n.g.define(parts.body_inputs[i], Lowering::runtime(carry[i], v.dtype, v.dims));
+      n.g.define(parts.body_inputs[i],
+                 Lowering::runtime(carry[i], v.dtype, parts.carried_dims.empty() ? v.dims : parts.carried_dims[i]));
     }
     for (size_t i = 0; i < sliced.size(); ++i) {
       const Value& v = parts.sliced_inputs[i];
@@ -134,13 +129,15 @@ ScanResult emit_scan(NodeLowering& n, const pb::GraphProto& body, const ScanPart
     std::vector<Tid> fresh;
     for (size_t i = 0; i < carried; ++i) {
       const Tid t = n.g.new_temp();
-      n.g.emit(IdCopyNode{.x = n.g.tensor(body_output(n, body, first + static_cast<int>(i))), .out = t});
+      n.g.emit(IdCopyNode{.x = n.g.tensor(n.g.merged(body_output(n, body, first + static_cast<int>(i)))), .out = t});
       fresh.push_back(t);
     }
     for (size_t i = 0; i < carried; ++i) {
       n.g.emit(IdCopyNode{.x = fresh[i], .out = carry[i]});
       const Value& v = body_output(n, body, first + static_cast<int>(i));
-      result.carried.push_back(Lowering::runtime(carry[i], v.dtype, v.dims));
+      const Dims& before = parts.carried_dims.empty() ? parts.carried_initial[i].dims : parts.carried_dims[i];
+      if (v.rank() != static_cast<int>(before.size())) n.unsupported("a loop-carried value whose rank changes");
+      result.carried.push_back(Lowering::runtime(carry[i], v.dtype, merge_dims(before, v.dims)));
     }
   });
   n.g.emit(ScanNode{.originals = originals,
@@ -150,6 +147,25 @@ ScanResult emit_scan(NodeLowering& n, const pb::GraphProto& body, const ScanPart
                     .body_chain_idx = static_cast<int32_t>(chain),
                     .scan_axis = 0});
   return result;
+}
+
+// Carried values may change shape from step to step (a tensor growing by a row), as ONNX Runtime
+// allows: the body is lowered on a copy of the lowering state until the dims it sees for them stop
+// changing (unknown where a step changes them), then for real.
+ScanResult emit_scan_of_changing_shapes(NodeLowering& n, const pb::GraphProto& body, ScanParts parts) {
+  for (const Value& v : parts.carried_initial) parts.carried_dims.push_back(v.dims);
+  // Dims only ever turn unknown, so this ends.
+  for (bool changed = !parts.carried_dims.empty(); changed;) {
+    Lowering trial = n.g;
+    NodeLowering on_trial(trial, n.node, n.opset);
+    const ScanResult r = emit_scan(on_trial, body, parts);
+    changed = false;
+    for (size_t i = 0; i < r.carried.size(); ++i) {
+      changed |= r.carried[i].dims != parts.carried_dims[i];
+      parts.carried_dims[i] = r.carried[i].dims;
+    }
+  }
+  return emit_scan(n, body, parts);
 }
 
 bool is_true_constant(const Lowering& g, const Value& v) {
@@ -201,7 +217,7 @@ void loop(NodeLowering& n) {
   truth.mutable_data()[0] = 1;
   parts.body_constants.emplace_back(body->input(1).name(), n.g.constant_value(truth));
   parts.skipped_body_outputs = 1;
-  const ScanResult r = emit_scan(n, *body, parts);
+  const ScanResult r = emit_scan_of_changing_shapes(n, *body, parts);
   for (int i = 0; i < carried; ++i) n.set_output(i, r.carried[i]);
   for (size_t i = 0; i < r.stacked.size(); ++i) n.set_output(carried + i, r.stacked[i]);
 }
@@ -240,7 +256,7 @@ void scan(NodeLowering& n) {
     parts.sliced_inputs.push_back(Lowering::runtime(t, v.dtype, dims));
     parts.body_inputs.push_back(body->input(carried + i).name());
   }
-  ScanResult r = emit_scan(n, *body, parts);
+  ScanResult r = emit_scan_of_changing_shapes(n, *body, parts);
   for (int i = 0; i < carried; ++i) n.set_output(i, r.carried[i]);
   for (size_t i = 0; i < r.stacked.size(); ++i) {
     Value v = r.stacked[i];

@@ -237,6 +237,18 @@ void prelu(NodeLowering& n) {
   n.set_output(0, select_negative(n, x, v.dtype, scaled), v.dtype, broadcast_dims(v.dims, n.in(1).dims));
 }
 
+// Before opset 7 a slope of more than one value holds one per channel (axis 1).
+void legacy_prelu(NodeLowering& n) {
+  const Value& v = n.in(0);
+  const Value& slope = n.in(1);
+  if (slope.rank() != 1 || slope.dims[0] == 1 || v.rank() < 3) return prelu(n);
+  std::vector<IntOrVid> per_channel{literal(slope.dims[0])};
+  per_channel.resize(v.rank() - 1, literal(1));
+  const Tid x = n.in_tensor(0);
+  const Tid scaled = n.binary<MultiplyNode>(x, n.reshape(n.in_tensor(1), per_channel));
+  n.set_output(0, select_negative(n, x, v.dtype, scaled), v.dtype, v.dims);
+}
+
 // alpha * (exp(x) - 1), the negative branch of Elu and Selu.
 Tid exp_minus_one(NodeLowering& n, Tid x, DType t, double alpha) {
   return n.binary<MultiplyNode>(n.unary<Expm1Node>(x), n.scalar(alpha, t));
@@ -412,6 +424,18 @@ void dropout(NodeLowering& n) {
   if (n.wants_output(1)) n.set_output(1, full_like(n, n.in_tensor(0), 1, DType::Bool), DType::Bool, v.dims);
 }
 
+// Before opset 7 the binary ops broadcast only with broadcast=1, B's dims matching A's from
+// `axis` on (A's last dims when axis is absent); without it the shapes are equal. Numpy
+// broadcasting gives the same result except where `axis` leaves B's dims short of A's last one.
+template <LowerFn Modern>
+void legacy_broadcast(NodeLowering& n) {
+  if (n.opset < 7 && n.attr_int("broadcast", 0) != 0 && n.attr("axis")) {
+    const int a = n.in(0).rank(), b = n.in(1).rank();
+    if (n.axis(n.attr_int("axis", 0), a) != a - b) n.unsupported("broadcast from an axis other than A's last dims");
+  }
+  Modern(n);
+}
+
 }  // namespace
 
 void add_elementwise_rules(std::vector<OpRule>& r) {
@@ -444,12 +468,12 @@ void add_elementwise_rules(std::vector<OpRule>& r) {
   add("Not", not_op);
   add("IsNaN", is_nan, 9);
   add("IsInf", is_inf, 10);
-  add("Add", arithmetic<AddNode, add_elements>, 7);
-  add("Sub", arithmetic<SubtractNode, sub_elements>, 7);
-  add("Mul", arithmetic<MultiplyNode, mul_elements>, 7);
-  add("Div", div, 7);
+  add("Add", legacy_broadcast<arithmetic<AddNode, add_elements>>);
+  add("Sub", legacy_broadcast<arithmetic<SubtractNode, sub_elements>>);
+  add("Mul", legacy_broadcast<arithmetic<MultiplyNode, mul_elements>>);
+  add("Div", legacy_broadcast<div>);
   add("Mod", mod, 10);
-  add("Pow", pow, 7);
+  add("Pow", legacy_broadcast<pow>);
   add("BitwiseAnd", binary_same_type<BitwiseAndNode>, 18);
   add("BitwiseOr", binary_same_type<BitwiseOrNode>, 18);
   add("BitwiseXor", binary_same_type<BitwiseXorNode>, 18);
@@ -461,13 +485,15 @@ void add_elementwise_rules(std::vector<OpRule>& r) {
   add("And", comparison<LogicalAndNode>, 7);
   add("Or", comparison<LogicalOrNode>, 7);
   add("Xor", comparison<NotEqualNode>, 7);
-  add("Max", variadic<MaximumNode>, 8);
-  add("Min", variadic<MinimumNode>, 8);
-  add("Sum", variadic<AddNode>, 8);
-  add("Mean", mean, 8);
+  // Before opset 8 these took operands of one shape, which numpy broadcasting covers.
+  add("Max", variadic<MaximumNode>);
+  add("Min", variadic<MinimumNode>);
+  add("Sum", variadic<AddNode>);
+  add("Mean", mean);
   add("Where", where, 9);
   add("Relu", relu);
   add("LeakyRelu", leaky_relu);
+  add("PRelu", legacy_prelu);
   add("PRelu", prelu, 7);
   add("Elu", elu);
   add("Selu", selu);

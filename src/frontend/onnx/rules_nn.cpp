@@ -170,6 +170,23 @@ int32_t i32(const NodeLowering& n, int64_t v, const char* what) {
   return static_cast<int32_t>(v);
 }
 
+Tid conv_node(NodeLowering& n, Tid x, Tid w, const Window& win, const std::vector<int64_t>& pad, int64_t groups);
+
+// A grouped 3-D convolution (MLX's Conv3D takes one group): one convolution per group, on its
+// slice of the input channels and of the filters (w is [M, k..., C/g]), concatenated.
+Tid grouped_conv3d(NodeLowering& n, Tid x, Tid w, const Window& win, const std::vector<int64_t>& pad, int64_t groups,
+                   int64_t in_channels, int64_t filters) {
+  if (in_channels < 0 || in_channels % groups != 0 || filters % groups != 0)
+    n.fail("input channels (known at load time) and filters divisible by group " + std::to_string(groups));
+  std::vector<Tid> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    const Tid x_part = slice_axis(n, x, 4, literal(g * in_channels / groups), literal((g + 1) * in_channels / groups));
+    const Tid w_part = slice_axis(n, w, 0, literal(g * filters / groups), literal((g + 1) * filters / groups));
+    parts.push_back(conv_node(n, x_part, w_part, win, pad, 1));
+  }
+  return concat_op(n, parts, 4);
+}
+
 // Conv{1,2,3}D on a channels-last input with symmetric padding `pad`.
 Tid conv_node(NodeLowering& n, Tid x, Tid w, const Window& win, const std::vector<int64_t>& pad, int64_t groups) {
   const Tid out = n.g.new_temp();
@@ -306,7 +323,8 @@ Value convolution(NodeLowering& n, const Value& x, const Value& wv, std::optiona
     t = pad_spatial_channels_last(n, t, rank, literals(win.begin), literals(win.end), 0, 1);
     pad.assign(win.spatial, 0);
   }
-  t = conv_node(n, t, w, win, pad, groups);
+  t = win.spatial == 3 && groups > 1 ? grouped_conv3d(n, t, w, win, pad, groups, x.dims[1], wv.dims[0])
+                                     : conv_node(n, t, w, win, pad, groups);
   if (bias) t = n.binary<AddNode>(t, *bias);  // [C_out] broadcasts over the channels-last result
   Dims dims{x.dims[0], wv.dims[0]};
   for (int i = 0; i < win.spatial; ++i) dims.push_back(conv_out_dim(x.dims[2 + i], win, i));
@@ -636,6 +654,16 @@ void batch_normalization(NodeLowering& n) {
   if (n.wants_output(2)) n.set_output(2, running(4, var), x.dtype, {x.dims[1]});
 }
 
+// Before opset 7: `spatial` (statistics per channel when 1) and `is_test` (inference when 1);
+// inference with per-channel statistics is the opset 7 op.
+void legacy_batch_normalization(NodeLowering& n) {
+  if (n.attr_int("spatial", 1) != 1) n.unsupported("spatial = 0 (statistics per element)");
+  if (n.attr_int("is_test", 0) == 0) n.unsupported("is_test = 0 (batch statistics)");
+  for (size_t i = 1; i < n.num_outputs(); ++i)
+    if (n.wants_output(i)) n.unsupported("the training statistics outputs");
+  batch_normalization(n);
+}
+
 void instance_normalization(NodeLowering& n) {
   const Value& x = n.in(0);
   const Tid xt = n.in_tensor(0);
@@ -738,19 +766,24 @@ void lrn(NodeLowering& n) {
 void add_nn_rules(std::vector<OpRule>& r) {
   auto add = [&](const char* op, LowerFn f, int since = 1) { r.push_back({"", op, since, f}); };
   add("MatMul", mat_mul);
-  add("Gemm", gemm, 7);
+  // Gemm before 7 took C always and broadcast it only with broadcast=1: numpy broadcasting covers it.
+  add("Gemm", gemm);
   add("Conv", conv);
   add("ConvTranspose", conv_transpose);
-  add("MaxPool", max_pool, 8);
-  add("AveragePool", average_pool, 7);
+  // The pools of older opsets lack attributes whose defaults give their behaviour.
+  add("MaxPool", max_pool);
+  add("AveragePool", average_pool);
   add("LpPool", lp_pool, 11);
   add("GlobalAveragePool", global_pool<MeanNode>);
   add("GlobalMaxPool", global_pool<MaxNode>);
   add("GlobalLpPool", global_lp_pool, 2);
+  add("BatchNormalization", legacy_batch_normalization);
   add("BatchNormalization", batch_normalization, 7);
   add("InstanceNormalization", instance_normalization, 6);
   add("LayerNormalization", last_axes_normalization<false>, 17);
   add("RMSNormalization", last_axes_normalization<true>, 23);
+  // ONNX Runtime's contrib op of the same definition, which it registers in the ai.onnx domain.
+  add("SimplifiedLayerNormalization", last_axes_normalization<true>);
   add("GroupNormalization", group_normalization, 18);
   add("LRN", lrn);
 }

@@ -399,9 +399,18 @@ void dropout(OpView& v) {
   v.output(1, std::move(mask));
 }
 
+// The frontend's stand-in for a branch its lowering proved cannot run (a Concat of ranks 2 and 3
+// behind an If the inputs never take): reaching it is an error for those inputs, as in
+// onnxruntime, which finds out at run time too.
+void unreachable(OpView& v) {
+  throw Error(ErrorCode::InvalidArgument,
+              "the model cannot run on inputs of these shapes: " + v.attr_string("reason", "(no reason recorded)"));
+}
+
 }  // namespace
 
 void register_misc_ops(runtime::KernelTable& t) {
+  t.add_onnx("wgml", "Unreachable", kernel<unreachable>);
   t.add_onnx("ai.onnx", "LinearAttention", kernel<linear_attention>);
   t.add_onnx("ai.onnx", "BitCast", kernel<bit_cast>);
   t.add_onnx("ai.onnx", "Det", kernel<det>);

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""ONNX Runtime's contrib ops (com.microsoft) on small models built here with onnx.helper, through
+`wgml run` and onnxruntime's CPU provider (the reference: these ops are defined by its docs).
+
+    .venv/bin/python tools/onnx/compare_contrib_ops.py --wgml build/tools/cli/wgml [--device cpu|webgpu]
+
+One model per op and variant: FastGelu with and without its bias, BiasGelu, QuickGelu, FusedMatMul
+(transA, transB, alpha, batched), SkipLayerNormalization (with beta and bias, the input+skip sum
+output) and SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization (ai.onnx domain, as ONNX
+Runtime registers it), MatMulNBits (4-bit with the default zero point and with packed uint8 zero
+points, 8-bit, 2-bit, a bias input; block sizes 32 and 128). Inputs are random with a fixed seed.
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_models import compare_built_models  # noqa: E402
+
+FLOAT = TensorProto.FLOAT
+MS = "com.microsoft"
+RNG = np.random.default_rng(13)
+
+
+def normal(*shape, scale=1.0):
+    return (scale * RNG.normal(size=shape)).astype(np.float32)
+
+
+def model(nodes, inputs, outputs, initializers=()):
+    """A model importing ai.onnx 17 and com.microsoft 1; inputs/outputs are (name, shape) of float."""
+    g = helper.make_graph(nodes, "contrib", [helper.make_tensor_value_info(n, FLOAT, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(n, FLOAT, None) for n in outputs],
+                          [numpy_helper.from_array(v, n) for n, v in initializers])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    m.ir_version = 8
+    return m
+
+
+def unary(op, shape, extra_inputs=(), **attrs):
+    """op(x, *extra initializers) -> y."""
+    names = ["x"] + [n for n, _ in extra_inputs]
+    m = model([helper.make_node(op, names, ["y"], domain=MS, **attrs)], [("x", shape)], ["y"], extra_inputs)
+    return m, {"x": normal(*shape, scale=2)}
+
+
+def fused_mat_mul(trans_a, trans_b, alpha, a_shape, b_shape):
+    node = helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain=MS, transA=trans_a, transB=trans_b, alpha=alpha)
+    return model([node], [("a", a_shape), ("b", b_shape)], ["y"]), {"a": normal(*a_shape), "b": normal(*b_shape)}
+
+
+def skip_norm(op, with_beta):
+    hidden = 16
+    shape = [2, 3, hidden]
+    params = [("gamma", normal(hidden)), ("beta", normal(hidden))] if with_beta else [("gamma", normal(hidden))]
+    params.append(("bias", normal(hidden)))
+    node = helper.make_node(op, ["x", "skip"] + [n for n, _ in params], ["y", "", "", "sum"], domain=MS, epsilon=1e-5)
+    m = model([node], [("x", shape), ("skip", shape)], ["y", "sum"], params)
+    return m, {"x": normal(*shape, scale=3), "skip": normal(*shape)}
+
+
+def simplified_layer_norm():
+    node = helper.make_node("SimplifiedLayerNormalization", ["x", "scale"], ["y"], axis=-1, epsilon=1e-6)
+    return model([node], [("x", [2, 3, 16])], ["y"], [("scale", normal(16))]), {"x": normal(2, 3, 16, scale=3)}
+
+
+def quantized(k, n, bits, block, rng):
+    """ONNX Runtime's MatMulNBits operands: packed B [N, K/block, block*bits/8] and scales."""
+    q = rng.integers(0, 1 << bits, size=(n, k), dtype=np.uint8)
+    per_byte = 8 // bits
+    packed = np.zeros((n, k // per_byte), np.uint8)
+    for j in range(per_byte):
+        packed |= (q[:, j::per_byte] << (j * bits)).astype(np.uint8)
+    scales = (rng.uniform(0.01, 0.1, size=(n * (k // block),))).astype(np.float32)
+    return packed.reshape(n, k // block, block * bits // 8), scales
+
+
+def packed_zero_points(n, blocks, bits, rng):
+    zeros = rng.integers(0, 1 << bits, size=(n, blocks), dtype=np.uint8)
+    per_byte = 8 // bits
+    padded = np.zeros((n, -(-blocks // per_byte) * per_byte), np.uint8)
+    padded[:, :blocks] = zeros
+    packed = np.zeros((n, padded.shape[1] // per_byte), np.uint8)
+    for j in range(per_byte):
+        packed |= (padded[:, j::per_byte] << (j * bits)).astype(np.uint8)
+    return packed
+
+
+def mat_mul_n_bits(k, n, bits, block, zero_points=False, bias=False):
+    rng = np.random.default_rng(k * n + bits + block)
+    b, scales = quantized(k, n, bits, block, rng)
+    params = [("b", b), ("scales", scales)]
+    names = ["a", "b", "scales"]
+    if zero_points:
+        params.append(("zero_points", packed_zero_points(n, k // block, bits, rng)))
+        names.append("zero_points")
+    if bias:
+        params.append(("bias", normal(n)))
+        names += [""] * (5 - len(names)) + ["bias"]
+    node = helper.make_node("MatMulNBits", names, ["y"], domain=MS, K=k, N=n, bits=bits, block_size=block)
+    return model([node], [("a", [2, 3, k])], ["y"], params), {"a": normal(2, 3, k)}
+
+
+def with_kind(case):
+    model, inputs = case
+    return model, {"random": inputs}
+
+
+CASES = {
+    "fast_gelu": lambda: unary("FastGelu", [2, 3, 8]),
+    "fast_gelu_bias": lambda: unary("FastGelu", [2, 3, 8], [("bias", normal(8))]),
+    "bias_gelu": lambda: unary("BiasGelu", [2, 3, 8], [("bias", normal(8))]),
+    "quick_gelu": lambda: unary("QuickGelu", [2, 3, 8]),
+    "quick_gelu_alpha": lambda: unary("QuickGelu", [2, 3, 8], alpha=1.5),
+    "fused_mat_mul": lambda: fused_mat_mul(0, 0, 1.0, [3, 4], [4, 5]),
+    "fused_mat_mul_trans": lambda: fused_mat_mul(1, 1, 0.5, [2, 4, 3], [5, 4]),
+    "fused_mat_mul_batched": lambda: fused_mat_mul(0, 1, 0.125, [2, 1, 3, 4], [3, 5, 4]),
+    "skip_layer_norm": lambda: skip_norm("SkipLayerNormalization", True),
+    "skip_simplified_layer_norm": lambda: skip_norm("SkipSimplifiedLayerNormalization", False),
+    "simplified_layer_norm": simplified_layer_norm,
+    "mat_mul_4bit": lambda: mat_mul_n_bits(64, 8, 4, 32),
+    "mat_mul_4bit_zero_points": lambda: mat_mul_n_bits(96, 8, 4, 32, zero_points=True),
+    "mat_mul_4bit_block_128_bias": lambda: mat_mul_n_bits(256, 6, 4, 128, bias=True),
+    "mat_mul_8bit_zero_points": lambda: mat_mul_n_bits(64, 8, 8, 32, zero_points=True),
+    "mat_mul_2bit": lambda: mat_mul_n_bits(128, 4, 2, 64),
+}
+
+
+def main():
+    compare_built_models(((name, *with_kind(make())) for name, make in CASES.items()), 1e-4, __doc__.splitlines()[0])
+
+
+if __name__ == "__main__":
+    main()
