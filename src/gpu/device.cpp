@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "gpu/gpu_error.h"
@@ -13,7 +14,10 @@ namespace wgml::gpu {
 // Written by the implementation's callbacks, which get a pointer to it as userdata.
 struct Device::State {
   uint64_t submitted = 0;
-  uint64_t completed = 0;
+  uint64_t completed = 0;  // on_work_done runs inside pump_events, on the thread using the device
+  // The device-lost callback (AllowSpontaneous) and the uncaptured-error callback may run on any
+  // thread at any time (webgpu.h), so what they write is read under this lock.
+  std::mutex callbacks_mutex;
   bool lost = false;
   std::string lost_message;
   bool has_uncaptured_error = false;
@@ -171,12 +175,14 @@ void on_device_lost(const WGPUDevice*, WGPUDeviceLostReason reason, WGPUStringVi
   // Destroyed / CallbackCancelled: wgml released the device itself.
   if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
   auto* state = static_cast<Device::State*>(userdata);
+  const std::lock_guard lock(state->callbacks_mutex);
   state->lost = true;
   state->lost_message = to_string(message);
 }
 
 void on_uncaptured_error(const WGPUDevice*, WGPUErrorType type, WGPUStringView message, void* userdata, void*) {
   auto* state = static_cast<Device::State*>(userdata);
+  const std::lock_guard lock(state->callbacks_mutex);
   if (state->has_uncaptured_error) return;  // the first error explains the ones after it
   state->has_uncaptured_error = true;
   state->uncaptured_type = type;
@@ -381,7 +387,7 @@ void Device::wait_for_callback(const bool& done, std::string_view op) {
   pump_events(false);
   const auto deadline = Clock::now() + kWaitLimit;
   while (!done) {
-    if (state_->lost) check(op);
+    if (lost()) check(op);
     if (Clock::now() > deadline) throw GpuError(GpuErrorKind::Timeout, op, "no answer from the implementation in 300 s");
     std::this_thread::yield();
     pump_events(true);
@@ -389,6 +395,7 @@ void Device::wait_for_callback(const bool& done, std::string_view op) {
 }
 
 void Device::check(std::string_view op) {
+  const std::lock_guard lock(state_->callbacks_mutex);
   if (state_->lost) throw GpuError(GpuErrorKind::DeviceLost, op, "the device was lost: " + state_->lost_message);
   if (state_->has_uncaptured_error) {
     state_->has_uncaptured_error = false;
@@ -396,7 +403,10 @@ void Device::check(std::string_view op) {
   }
 }
 
-bool Device::lost() const { return state_->lost; }
+bool Device::lost() const {
+  const std::lock_guard lock(state_->callbacks_mutex);
+  return state_->lost;
+}
 
 WGPUBuffer Device::create_buffer(uint64_t size, WGPUFlags usage, std::string_view label, std::string_view op) {
   if (size > limits_.maxBufferSize)
@@ -434,7 +444,7 @@ uint64_t Device::last_submitted() const { return state_->submitted; }
 uint64_t Device::last_completed() const { return state_->completed; }
 
 void Device::drain() noexcept {
-  if (device_ && !state_->lost) fn().DevicePoll(device_, 1, nullptr);
+  if (device_ && !lost()) fn().DevicePoll(device_, 1, nullptr);
 }
 
 uint64_t Device::completed() {

@@ -1,21 +1,25 @@
-// What include/wgml/session.h promises about threads, on the CPU reference: two sessions run at
-// once from two threads, and one session is used from two threads in turn (its KV cache carries
-// over), each giving the outputs of the same steps run on one thread. Built under
-// ThreadSanitizer by `tools/build.sh tsan`, which reports any data race these runs contain.
+// What include/wgml/session.h promises about threads, on the CPU reference and on WebGPU (skipped
+// where the machine has no WebGPU device): two sessions run at once from two threads, and one
+// session is used from two threads in turn (its KV cache carries over), each giving the outputs of
+// the same steps run on one thread. Built under ThreadSanitizer by `tools/build.sh tsan`, which
+// reports any data race these runs contain (docs/reliability.md, "Threads").
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "io/npy.h"
+#include "support/webgpu_session.h"
 #include "wgml/session.h"
 
 namespace wgml {
 namespace {
 
 const std::string kFixture = std::string(WGML_SOURCE_DIR) + "/tests/fixtures/pte/kv_cache/";
+const std::string kModel = kFixture + "model.pte";
 constexpr int kSteps = 3;
 
 // Step k's inputs: q, k, v (float32) and input_pos (int64), as exported.
@@ -32,7 +36,8 @@ void run_steps(Session& session, int first, int last, StepOutputs& outputs) {
   for (int step = first; step < last; ++step) outputs.push_back(session.run(step_inputs(step)));
 }
 
-// Bitwise equality: the CPU reference is deterministic whatever thread runs it.
+// Bitwise equality: both backends are deterministic whatever thread runs them (the same kernels on
+// the same device for WebGPU).
 void expect_same_outputs(const StepOutputs& got, const StepOutputs& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t s = 0; s < got.size(); ++s) {
@@ -46,20 +51,37 @@ void expect_same_outputs(const StepOutputs& got, const StepOutputs& want) {
   }
 }
 
-StepOutputs reference_outputs() {
-  Session session(kFixture + "model.pte");
-  StepOutputs outputs;
-  run_steps(session, 0, kSteps, outputs);
-  return outputs;
-}
+// The parameter is the device.
+class SessionThreads : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "webgpu") {
+      std::string why_not;
+      if (!testing::open_webgpu_session(kModel, why_not)) GTEST_SKIP() << "no WebGPU device: " << why_not;
+    }
+  }
 
-TEST(SessionThreads, TwoSessionsRunAtOnceFromTwoThreads) {
-  const StepOutputs want = reference_outputs();
+  Session open_session() const {
+    SessionOptions options;
+    options.device = GetParam();
+    return Session(kModel, options);
+  }
+
+  StepOutputs one_thread_outputs() const {
+    Session session = open_session();
+    StepOutputs outputs;
+    run_steps(session, 0, kSteps, outputs);
+    return outputs;
+  }
+};
+
+TEST_P(SessionThreads, TwoSessionsRunAtOnceFromTwoThreads) {
+  const StepOutputs want = one_thread_outputs();
   StepOutputs got[2];
   std::vector<std::thread> threads;
   for (StepOutputs& outputs : got)
-    threads.emplace_back([&outputs] {
-      Session session(kFixture + "model.pte");
+    threads.emplace_back([this, &outputs] {
+      Session session = open_session();
       run_steps(session, 0, kSteps, outputs);
     });
   for (std::thread& t : threads) t.join();
@@ -67,9 +89,9 @@ TEST(SessionThreads, TwoSessionsRunAtOnceFromTwoThreads) {
   expect_same_outputs(got[1], want);
 }
 
-TEST(SessionThreads, OneSessionUsedFromTwoThreadsInTurnKeepsItsState) {
-  const StepOutputs want = reference_outputs();
-  Session session(kFixture + "model.pte");
+TEST_P(SessionThreads, OneSessionUsedFromTwoThreadsInTurnKeepsItsState) {
+  const StepOutputs want = one_thread_outputs();
+  Session session = open_session();
   StepOutputs got;
   std::thread first([&] { run_steps(session, 0, 1, got); });
   first.join();  // the handover: run() calls on one session must not overlap
@@ -77,6 +99,9 @@ TEST(SessionThreads, OneSessionUsedFromTwoThreadsInTurnKeepsItsState) {
   second.join();
   expect_same_outputs(got, want);
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, SessionThreads, ::testing::Values("cpu", "webgpu"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace wgml

@@ -12,8 +12,8 @@
 #include "core/elements.h"
 #include "frontend/load_model.h"
 #include "frontend/summary.h"
-#include "gpu/gpu_error.h"
 #include "io/npy.h"
+#include "support/webgpu_session.h"
 #include "wgml/session.h"
 
 namespace fs = std::filesystem;
@@ -98,19 +98,11 @@ void expect_reproduces_torch(const std::string& name, wgml::Session& session) {
   }
 }
 
-// A session on the WebGPU backend (lavapipe in CI), or nullopt with the reason where the machine
-// has no WebGPU library or device.
+// A session on the WebGPU backend, or nullopt with the reason where the machine has none.
 std::optional<wgml::Session> webgpu_session(const std::string& name, std::string& why_not, bool profile = false) {
   wgml::SessionOptions options;
-  options.device = "webgpu";
   options.profile = profile;
-  try {
-    return wgml::Session((kFixtures / name / "model.pte").string(), options);
-  } catch (const wgml::gpu::GpuError& e) {
-    if (e.kind() != wgml::gpu::GpuErrorKind::LibraryNotFound && e.kind() != wgml::gpu::GpuErrorKind::NoAdapter) throw;
-    why_not = e.what();
-    return std::nullopt;
-  }
+  return wgml::testing::open_webgpu_session((kFixtures / name / "model.pte").string(), why_not, options);
 }
 
 TEST_P(PteFixture, CpuReproducesTorchOutputsStepByStep) {
