@@ -12,7 +12,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // The keys of a single spec that an op of a family may also give (merged into the family's).
-constexpr std::array<std::string_view, 15> kSpecKeys = {"description",
+constexpr std::array<std::string_view, 16> kSpecKeys = {"description",
                                                         "sinceVersion",
                                                         "inputs",
                                                         "outputs",
@@ -26,7 +26,8 @@ constexpr std::array<std::string_view, 15> kSpecKeys = {"description",
                                                         "variants",
                                                         "view",
                                                         "promote",
-                                                        "widen"};
+                                                        "widen",
+                                                        "atLeastFloat"};
 
 // The keys that only a family file has.
 constexpr std::array<std::string_view, 3> kFamilyKeys = {"family", "typeSets", "ops"};

@@ -134,7 +134,7 @@ class SpecParser {
     if (root_.is_object() && root_.contains("view")) return view();
     r_.keys(root_, "",
             {"domain", "name", "sinceVersion", "description", "inputs", "outputs", "attributes", "attributeConstraints",
-             "typeConstraints", "tunables", "when", "derive", "bindings", "variants", "promote", "widen"},
+             "typeConstraints", "tunables", "when", "derive", "bindings", "variants", "promote", "widen", "atLeastFloat"},
             {"domain", "name", "inputs", "outputs", "variants"});
     spec_.domain = r_.string(root_.at("domain"), "domain");
     spec_.name = r_.string(root_.at("name"), "name");
@@ -143,7 +143,8 @@ class SpecParser {
     tensors("inputs", true, spec_.inputs);
     tensors("outputs", false, spec_.outputs);
     if (root_.contains("promote")) spec_.promote = cast_inputs("promote", 2);
-    if (root_.contains("widen")) spec_.widen = cast_inputs("widen", 1);
+    if (root_.contains("widen")) widen();
+    if (root_.contains("atLeastFloat")) spec_.at_least_float = cast_inputs("atLeastFloat", 0);  // [] undoes a family's
     attributes();
     tunables();
     if (root_.contains("when")) spec_.when = r_.expr_list(root_.at("when"), "when");
@@ -381,19 +382,51 @@ class SpecParser {
     return fields;
   }
 
-  // `promote` and `widen`: inputs, each typed by a type variable, that the backend casts first.
+  // `promote`, `widen` and `atLeastFloat`: inputs, each typed by a type variable, that the backend casts first.
+  // A list input (Concatenate's `tensors`) names all its members.
   std::vector<std::string> cast_inputs(const char* key, size_t at_least) {
     const Json& j = root_.at(key);
-    r_.expect(j, j.is_array() && j.size() >= at_least, key, at_least == 1 ? "a list of inputs" : "a list of at least two inputs");
+    const char* expected = at_least <= 1 ? "a list of inputs" : "a list of at least two inputs";
+    r_.expect(j, j.is_array(), key, expected);
     std::vector<std::string> names;
     for (size_t i = 0; i < j.size(); ++i) {
-      const std::string name = r_.string(j[i], Reader::item(key, i));
-      const TensorSpec* t = spec_.input(name);
-      if (!t || !spec_.is_type_variable(t->dtype))
-        r_.fail(Reader::item(key, i), "'" + name + "' is not an input whose dtype is a type variable");
-      names.push_back(name);
+      const std::vector<std::string> members = cast_input(j[i], Reader::item(key, i));
+      names.insert(names.end(), members.begin(), members.end());
     }
+    r_.expect(j, names.size() >= at_least, key, expected);
     return names;
+  }
+
+  std::vector<std::string> cast_input(const Json& j, const std::string& path) const {
+    const std::string name = r_.string(j, path);
+    std::vector<std::string> names;
+    for (const TensorSpec& t : spec_.inputs)
+      if ((t.name == name || t.list == name) && spec_.is_type_variable(t.dtype)) names.push_back(t.name);
+    if (names.empty()) r_.fail(path, "'" + name + "' is not an input whose dtype is a type variable");
+    return names;
+  }
+
+  // `widen`: a list of inputs (each widens bool, int8, int16 and uint8), or an object naming the
+  // dtypes each input widens (Cumsum widens bool alone).
+  void widen() {
+    const Json& j = root_.at("widen");
+    if (j.is_array()) {
+      for (const std::string& name : cast_inputs("widen", 1)) spec_.widen[name];
+      return;
+    }
+    r_.expect(j, j.is_object() && !j.empty(), "widen", "a list of inputs or an object of input: [dtype, ...]");
+    for (const auto& [name, list] : j.items()) {
+      const std::string path = Reader::child("widen", name);
+      std::vector<DType> dtypes;
+      r_.expect(list, list.is_array() && !list.empty(), path, "a non-empty list of dtype names");
+      for (size_t i = 0; i < list.size(); ++i) {
+        const auto dtype = dtype_from_name(r_.string(list[i], Reader::item(path, i)));
+        if (dtype != DType::Bool && dtype != DType::Int8 && dtype != DType::Int16 && dtype != DType::UInt8)
+          r_.fail(Reader::item(path, i), "only bool, int8, int16 and uint8 widen");
+        dtypes.push_back(*dtype);
+      }
+      for (const std::string& input : cast_input(Json(name), path)) spec_.widen[input] = dtypes;
+    }
   }
 
   void variants() {

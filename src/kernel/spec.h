@@ -120,8 +120,11 @@ struct KernelSpec {
   // bfloat16 adds in float32): the backend casts them first, so the kernel sees one dtype.
   std::vector<std::string> promote;
   // Inputs MLX widens before the op (a sum of bool, int8 or int16 accumulates in int32, of uint8
-  // in uint32): the backend casts them first.
-  std::vector<std::string> widen;
+  // in uint32): the backend casts them first. By input, the dtypes it widens (empty: all four).
+  std::map<std::string, std::vector<DType>> widen;
+  // Inputs MLX computes on as float32 when they are integers or bool (its at_least_float: sin of
+  // an int32 tensor is a float32 tensor): the backend casts them first.
+  std::vector<std::string> at_least_float;
   std::vector<AttributeSpec> attributes;
   std::map<std::string, std::vector<DType>> type_constraints;
   std::vector<TunableSpec> tunables;

@@ -143,6 +143,26 @@ TEST(SpecValidation, PromoteNamesInputsOfATypeVariable) {
   EXPECT_THAT(spec_error(j), HasSubstr("promote: expected a list of at least two inputs"));
 }
 
+TEST(SpecValidation, WidenNamesInputsAndTheDtypesTheyWiden) {
+  Json j = scale_spec();
+  j["widen"] = Json::array({"x"});
+  EXPECT_EQ(parse_spec(j.dump(), "test.json").widen, (std::map<std::string, std::vector<DType>>{{"x", {}}}));
+  j["widen"] = {{"x", Json::array({"bool"})}};
+  EXPECT_EQ(parse_spec(j.dump(), "test.json").widen, (std::map<std::string, std::vector<DType>>{{"x", {DType::Bool}}}));
+  j["widen"] = {{"x", Json::array({"float32"})}};
+  EXPECT_THAT(spec_error(j), HasSubstr("widen.x[0]: only bool, int8, int16 and uint8 widen"));
+  j["widen"] = {{"y", Json::array({"bool"})}};
+  EXPECT_THAT(spec_error(j), HasSubstr("widen.y: 'y' is not an input whose dtype is a type variable"));
+}
+
+TEST(SpecValidation, AtLeastFloatMayBeEmptyToUndoAFamilys) {
+  Json j = scale_spec();
+  j["atLeastFloat"] = Json::array({"x"});
+  EXPECT_EQ(parse_spec(j.dump(), "test.json").at_least_float, (std::vector<std::string>{"x"}));
+  j["atLeastFloat"] = Json::array();
+  EXPECT_TRUE(parse_spec(j.dump(), "test.json").at_least_float.empty());
+}
+
 TEST(SpecValidation, BindingsDispatchStorage) {
   Json j = scale_spec();
   j["bindings"]["x"] = {{"elementType", "float"}};

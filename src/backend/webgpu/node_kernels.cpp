@@ -231,11 +231,64 @@ std::optional<DType> widened(DType t) {
 // The spec's `widen` inputs cast to the dtype MLX accumulates them in; returns the reason when a
 // cast does not fit the GPU.
 std::optional<std::string> widen_operands(const WebGpuState& state, const kernel::KernelSpec& spec, NodeRequest& r) {
-  for (const std::string& name : spec.widen) {
+  for (const auto& [name, dtypes] : spec.widen) {
     const auto it = r.request.inputs.find(name);
     const std::optional<DType> target = it == r.request.inputs.end() ? std::nullopt : widened(it->second.dtype);
-    if (!target) continue;
+    if (!target || (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), it->second.dtype) == dtypes.end())) continue;
     if (auto why_not = cast_input(state, r, name, it->second, *target)) return why_not;
+  }
+  return std::nullopt;
+}
+
+bool allows(const kernel::KernelSpec& spec, const std::string& type_variable, DType t) {
+  const std::vector<DType>& types = spec.type_constraints.at(type_variable);
+  return std::find(types.begin(), types.end(), t) != types.end();
+}
+
+// The spec's `atLeastFloat` inputs cast to float32 when they are integers or bool and the spec
+// computes only in floats, as MLX casts them (sin of int32 is float32); returns the reason when a
+// cast does not fit the GPU.
+std::optional<std::string> float_operands(const WebGpuState& state, const kernel::KernelSpec& spec, NodeRequest& r) {
+  for (const std::string& name : spec.at_least_float) {
+    const auto it = r.request.inputs.find(name);
+    if (it == r.request.inputs.end() || is_floating(it->second.dtype)) continue;
+    const std::vector<DType>& types = spec.type_constraints.at(spec.input(name)->dtype);
+    if (!std::all_of(types.begin(), types.end(), is_floating)) continue;
+    if (auto why_not = cast_input(state, r, name, it->second, DType::Float32)) return why_not;
+  }
+  return std::nullopt;
+}
+
+// Type variables whose 8- or 16-bit integer or bool inputs compute in 32 bits: the dtype each had.
+using NarrowTypes = std::map<std::string, DType>;
+
+// Inputs of an 8- or 16-bit integer type (or bool) that the spec takes only as 32-bit integers,
+// cast up so the kernel computes in 32 bits; cast back (narrow_outputs), the result wraps exactly
+// as the narrow arithmetic does, since 2^8 and 2^16 divide 2^32. Returns the reason when a cast
+// does not fit the GPU.
+std::optional<std::string> widen_narrow_types(const WebGpuState& state, const kernel::KernelSpec& spec, NodeRequest& r,
+                                              NarrowTypes& narrowed) {
+  for (const kernel::TensorSpec& t : spec.inputs) {
+    const auto it = r.request.inputs.find(t.name);
+    if (it == r.request.inputs.end() || !spec.is_type_variable(t.dtype)) continue;
+    const DType dtype = it->second.dtype;
+    const std::optional<DType> wide = widened(dtype);
+    if (!wide || allows(spec, t.dtype, dtype) || !allows(spec, t.dtype, *wide)) continue;
+    narrowed.emplace(t.dtype, dtype);
+    if (auto why_not = cast_input(state, r, t.name, it->second, *wide)) return why_not;
+  }
+  return std::nullopt;
+}
+
+// The outputs typed by a type variable widen_narrow_types widened, cast back to its narrow dtype.
+std::optional<std::string> narrow_outputs(const WebGpuState& state, const kernel::KernelSpec& spec, const NarrowTypes& narrowed,
+                                          std::map<std::string, Tensor>& outputs) {
+  for (auto& [name, tensor] : outputs) {
+    const auto it = narrowed.find(spec.output(name)->dtype);
+    if (it == narrowed.end()) continue;
+    auto cast = cast_on_gpu(state, tensor, it->second);
+    if (auto* why_not = std::get_if<std::string>(&cast)) return *why_not;
+    tensor = std::move(std::get<Tensor>(cast));
   }
   return std::nullopt;
 }
@@ -274,11 +327,15 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
   if (!r.unadaptable.empty()) return r.unadaptable;
   if (auto why_not = read_host_values(spec, r)) return why_not;
   if (auto why_not = promote_operands(state, spec, r)) return why_not;
+  if (auto why_not = float_operands(state, spec, r)) return why_not;
   if (auto why_not = widen_operands(state, spec, r)) return why_not;
+  NarrowTypes narrowed;
+  if (auto why_not = widen_narrow_types(state, spec, r, narrowed)) return why_not;
   allow_in_place(ctx, r);
   auto result = plan_and_record(state, spec, r.request, r.inputs);
   if (auto* why_not = std::get_if<std::string>(&result)) return *why_not;
   auto& outputs = std::get<std::map<std::string, Tensor>>(result);
+  if (auto why_not = narrow_outputs(state, spec, narrowed, outputs)) return why_not;
   ++state.placement->on_gpu[op];
   r.inputs.clear();
   for (auto& [name, slot] : r.outputs) ctx.set_tensor(slot, std::move(outputs.at(name)));
