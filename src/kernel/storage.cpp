@@ -51,6 +51,12 @@ std::optional<StorageType> default_storage(DType dtype) {
 
 StorageType declared_storage(DType dtype, const std::string& storage, const std::string& narrowing, const std::string& tensor) {
   const std::string what = "'" + tensor + "' (" + std::string(dtype_name(dtype)) + ") with storage \"" + storage + "\"";
+  // Matmul weights: bfloat16 read as stored (half the bytes of widened f32), other dtypes as usual.
+  if (storage == "packedBfloat16") {
+    if (dtype == DType::BFloat16) return {dtype, StorageKind::Packed, "u32"};
+    if (const auto native = default_storage(dtype)) return *native;
+    throw Error(ErrorCode::Unsupported, what + ": " + std::string(dtype_name(dtype)) + " has no GPU storage");
+  }
   if (storage == "packed") {
     // A 32-bit element is its own word: packed is its native storage (a quantized kernel's scales
     // are packed bfloat16 or float16 pairs, or plain float32).
@@ -59,7 +65,7 @@ StorageType declared_storage(DType dtype, const std::string& storage, const std:
     return {dtype, StorageKind::Packed, "u32"};
   }
   if (storage != "uint32" && storage != "int32")
-    throw Error(ErrorCode::Unsupported, what + ": storage must be \"uint32\", \"int32\" or \"packed\"");
+    throw Error(ErrorCode::Unsupported, what + ": storage must be \"uint32\", \"int32\", \"packed\" or \"packedBfloat16\"");
   if (!is_integral(dtype)) throw Error(ErrorCode::Unsupported, what + ": only integer tensors narrow to 32 bits");
   const std::string scalar = storage == "uint32" ? "u32" : "i32";
   if (default_storage(dtype) && default_storage(dtype)->scalar == scalar && narrowing.empty()) return *default_storage(dtype);
