@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "kernel/expr_internal.h"
+#include "wgml/dtype.h"
 #include "wgml/error.h"
 
 namespace wgml::kernel {
@@ -289,6 +290,15 @@ Value fn_min(const Call& c) { return fn_extreme(c, false); }
 Value fn_max(const Call& c) { return fn_extreme(c, true); }
 Value fn_str(const Call& c) { return Value(c.args[0].to_text()); }
 
+// The dtype name of an ExecuTorch ScalarType code (a node's `dtype` attribute), e.g. 15 -> "bfloat16".
+Value fn_scalar_type_name(const Call& c) {
+  const int64_t code = c.integer(0);
+  const auto dtype =
+      code >= 0 && code <= std::numeric_limits<int>::max() ? dtype_from_scalar_type(static_cast<int>(code)) : std::nullopt;
+  if (!dtype) c.fail(std::to_string(code) + " is no ScalarType code");
+  return Value(std::string(dtype_name(*dtype)));
+}
+
 struct Function {
   Arity arity;
   Value (*run)(const Call&);
@@ -311,6 +321,7 @@ const std::unordered_map<std::string_view, Function>& function_table() {
       {"int", {{1, 1}, fn_int}},
       {"float", {{1, 1}, fn_float}},
       {"str", {{1, 1}, fn_str}},
+      {"scalarTypeName", {{1, 1}, fn_scalar_type_name}},
       {"join", {{1, 2}, fn_join}},
       {"u32", {{1, 1}, fn_u32}},
       {"i32", {{1, 1}, fn_i32}},

@@ -303,7 +303,10 @@ class Planner {
       shapes_[t.name] = it->second.shape;
     } else {
       if (!t.shape) fail(ErrorCode::InvalidArgument, "output '" + t.name + "' has no shape expression; give its shape");
-      if (const auto from_attribute = dtype_of_attribute(t)) bind_dtype(t, *from_attribute, true);
+      if (const auto from_attribute = dtype_of_attribute(t))
+        bind_dtype(t, *from_attribute, true);
+      else if (t.dtype_expr)
+        bind_dtype(t, dtype_of_expr(t), true);
       if (spec_.is_type_variable(t.dtype) && !type_vars_.count(t.dtype))
         fail(ErrorCode::InvalidArgument, "output '" + t.name + "': no input binds its type " + t.dtype + "; give its dtype");
       dtype = spec_.is_type_variable(t.dtype) ? type_vars_.at(t.dtype) : *dtype_from_name(t.dtype);
@@ -331,6 +334,15 @@ class Planner {
     if (!dtype)
       fail(ErrorCode::InvalidArgument, "attribute '" + t.dtype_attribute + "' = " + it->second.repr() + " is no ScalarType code");
     return dtype;
+  }
+
+  // The dtype an output's `dtypeExpr` names, seen from the inputs and attributes.
+  DType dtype_of_expr(const TensorSpec& t) const {
+    const Expr& e = *t.dtype_expr;
+    const Value v = e.evaluate(base_);
+    const auto dtype = v.is_string() ? dtype_from_name(v.as_string()) : std::nullopt;
+    if (!dtype) throw Error(ErrorCode::Runtime, e.locate(1, "dtypeExpr must name a dtype, found " + v.repr()));
+    return *dtype;
   }
 
   Shape evaluate_shape(const Expr& e, const Scope& scope) const {

@@ -204,7 +204,8 @@ class SpecParser {
             {"onnx", "dtype", "rank", "shape", "optional", "list", "storage", "narrowing", "valueRange", "values", "description"},
             {"dtype"});
       else
-        r_.keys(body, path, {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "storage", "description"},
+        r_.keys(body, path,
+                {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "dtypeExpr", "storage", "description"},
                 {"dtype"});
       TensorSpec t;
       t.name = name;
@@ -229,6 +230,7 @@ class SpecParser {
       if (!t.storage.empty()) check_storage(t);
       if (body.contains("values")) host_values(body.at("values"), Reader::child(path, "values"), t);
       t.dtype_attribute = r_.string_or(body, "dtypeAttribute", path, "");
+      if (body.contains("dtypeExpr")) t.dtype_expr = r_.expr(body.at("dtypeExpr"), Reader::child(path, "dtypeExpr"));
       if (body.contains("list"))
         add_list(body.at("list"), Reader::child(path, "list"), std::move(t), out);
       else
@@ -589,6 +591,9 @@ class SpecParser {
   // Every name each expression reads must be defined where it is evaluated.
   void check_names() const {
     NameTable table = NameTable::for_spec(spec_);
+    // An output's dtypeExpr is evaluated before the derived values exist (they may read its dtype).
+    for (const TensorSpec& t : spec_.outputs)
+      if (t.dtype_expr) table.check(*t.dtype_expr);
     table.add_derived(spec_.derive);
     for (const Expr& e : spec_.when) table.check(e);
     for (const auto& d : spec_.derive) table.check(d.expr);

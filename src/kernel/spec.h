@@ -25,8 +25,11 @@ struct TensorSpec {
   std::string list;
   int64_t list_index = 0;
   std::string dtype_attribute;  // outputs: an attribute holding an ExecuTorch ScalarType code for the dtype
-  std::optional<Expr> rank;     // inputs: required rank; outputs: the rank
-  std::optional<Expr> shape;    // inputs: required shape; outputs: the shape
+  // Outputs: an expression naming the dtype (e.g. "bfloat16") where no dtypeAttribute names one,
+  // seen from the inputs and attributes (Dequantize: `dtype`, else the scales' dtype or bfloat16).
+  std::optional<Expr> dtype_expr;
+  std::optional<Expr> rank;   // inputs: required rank; outputs: the rank
+  std::optional<Expr> shape;  // inputs: required shape; outputs: the shape
   // Inputs only:
   std::string storage;                       // "", "uint32", "int32", "packed"
   std::string narrowing;                     // "", "checked"

@@ -152,6 +152,8 @@ TEST(SpecExpr, Functions) {
   EXPECT_EQ(eval("reverse([1, 2])"), Value::int_list({2, 1}));
   EXPECT_EQ(eval("sum([1, 2, 3])"), Value(6));
   EXPECT_EQ(eval("roundUp(10, 8)"), Value(16));
+  EXPECT_EQ(eval("scalarTypeName(15)"), Value("bfloat16"));
+  EXPECT_EQ(eval("scalarTypeName(6)"), Value("float32"));
 }
 
 // exp, log and float32 build host-side tables as the CPU reference computes them in float32

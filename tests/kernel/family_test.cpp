@@ -1,5 +1,5 @@
-// Kernel families, lists of tensors, output dtypes from attributes, and the render cache keyed by
-// what templates read, on small hand-written specs.
+// Kernel families, lists of tensors, output dtypes from attributes and expressions, and the render
+// cache keyed by what templates read, on small hand-written specs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -171,6 +171,24 @@ TEST_F(Families, AnOutputMayTakeItsDtypeFromAScalarTypeAttribute) {
   EXPECT_EQ(engine_.plan(*spec, r, {}).tensor("y")->dtype, DType::Int32);
   r.attributes["scalar_type"] = Value(int64_t{1000});
   EXPECT_THAT(error_of([&] { engine_.plan(*spec, r, {}); }, ErrorCode::InvalidArgument), HasSubstr("is no ScalarType code"));
+}
+
+// Dequantize's rule: the output's dtype named by an expression of the inputs and attributes (the
+// attribute when given, else one that depends on the input).
+TEST_F(Families, AnOutputMayNameItsDtypeByAnExpression) {
+  Json j = unary_family();
+  j["ops"] = Json::parse(R"json({ "Convert": {
+    "typeConstraints": { "U": ["float32", "int32"] },
+    "outputs": { "y": { "dtype": "U", "dtypeExpr": "scalarTypeName(attrs.to) if attrs.to >= 0 else \"int32\" if ranks.x > 1 else \"float32\"" } },
+    "attributes": { "to": { "default": -1 } }, "expr": "U(v)" } })json");
+  const auto spec = add_all(j).front();
+  EXPECT_EQ(engine_.plan(*spec, request(DType::Float32, {4}), {}).tensor("y")->dtype, DType::Float32);
+  EXPECT_EQ(engine_.plan(*spec, request(DType::Float32, {2, 2}), {}).tensor("y")->dtype, DType::Int32);
+  KernelRequest r = request(DType::Float32, {4});
+  r.attributes["to"] = Value(int64_t{3});  // ExecuTorch's Int
+  EXPECT_EQ(engine_.plan(*spec, r, {}).tensor("y")->dtype, DType::Int32);
+  r.attributes["to"] = Value(int64_t{4});  // Long: outside U
+  EXPECT_THAT(error_of([&] { engine_.plan(*spec, r, {}); }, ErrorCode::InvalidArgument), HasSubstr("is not allowed"));
 }
 
 }  // namespace

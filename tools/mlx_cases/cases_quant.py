@@ -47,6 +47,7 @@ def dequantize_cases():
         c.node("DequantizeNode", w=iq, scales=is_, out=c.output(mx.dequantize(q, s, b, group, bits, mode="affine")),
                biases=ib, group_size=group, bits=bits, mode="affine")
         out.append(c)
+    out += dequantize_conversion_cases(d)
     w = d.floats((2, 64), mx.float32, -6, 6)
     gs = mx.array([0.75], mx.float32)
     q, s = mx.quantize(w, group_size=16, bits=4, mode="nvfp4", global_scale=gs)[:2]
@@ -54,6 +55,45 @@ def dequantize_cases():
     iq, is_, ig = c.input(q), c.input(s), c.input(gs)
     c.node("DequantizeNode", w=iq, scales=is_, out=c.output(mx.dequantize(q, s, None, 16, 4, mode="nvfp4", global_scale=gs)),
            group_size=16, bits=4, mode="nvfp4", global_scale=ig)
+    out.append(c)
+    return out
+
+
+def dequantize_conversion_cases(d):
+    """The `dtype` conversions: affine computed in the scales' dtype, then cast (MLX); the fp modes
+    to bfloat16 and from half-precision weights, a batch of matrices, several chunks a row; nvfp4
+    with a global scale on a batch. The GPU expands 32 values a chunk (two nvfp4 groups)."""
+    out = []
+    for bits, group, wtype, dtype in ((4, 32, mx.bfloat16, mx.float32), (8, 64, mx.float16, mx.bfloat16),
+                                      (3, 32, mx.float32, mx.float16), (6, 128, mx.bfloat16, mx.float16),
+                                      (2, 64, mx.float16, mx.float32)):
+        w = d.floats((3, 2 * group), wtype)
+        q, s, b = quantize(w, "affine", bits, group)
+        c = Case(f"affine_b{bits}_g{group}_{wtype}_to_{dtype}".replace("mlx.core.", ""))
+        iq, is_, ib = c.input(q), c.input(s), c.input(b)
+        expected = mx.dequantize(q, s, b, group, bits, mode="affine", dtype=dtype)
+        c.node("DequantizeNode", w=iq, scales=is_, out=c.output(expected), biases=ib, group_size=group, bits=bits,
+               mode="affine", dtype=scalar_type(dtype))
+        out.append(c)
+    for mode, bits, group in FP_MODES:
+        for wtype, dtype, shape in ((mx.bfloat16, mx.bfloat16, (2, 3, 6 * group)),
+                                    (mx.float16, mx.float16, (5, 2 * group)), (mx.float32, None, (3, 96))):
+            w = d.floats(shape, wtype, -20, 20)
+            q, s, _ = quantize(w, mode, bits, group)
+            c = Case(f"{mode}_{wtype}_rows{shape[-2]}_to_{dtype or 'default'}".replace("mlx.core.", ""))
+            iq, is_ = c.input(q), c.input(s)
+            expected = mx.dequantize(q, s, None, group, bits, mode=mode, dtype=dtype)
+            c.node("DequantizeNode", w=iq, scales=is_, out=c.output(expected), group_size=group, bits=bits, mode=mode,
+                   dtype=scalar_type(dtype) if dtype is not None else None)
+            out.append(c)
+    w = d.floats((2, 3, 96), mx.float32, -6, 6)
+    gs = mx.array([3.5], mx.float32)
+    q, s = mx.quantize(w, group_size=16, bits=4, mode="nvfp4", global_scale=gs)[:2]
+    c = Case("nvfp4_global_scale_batch_to_f16")
+    iq, is_, ig = c.input(q), c.input(s), c.input(gs)
+    expected = mx.dequantize(q, s, None, 16, 4, mode="nvfp4", global_scale=gs, dtype=mx.float16)
+    c.node("DequantizeNode", w=iq, scales=is_, out=c.output(expected), group_size=16, bits=4, mode="nvfp4",
+           global_scale=ig, dtype=scalar_type(mx.float16))
     out.append(c)
     return out
 
@@ -127,19 +167,24 @@ def quantized_matmul_coverage():
         c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), biases=ib, group_size=group,
                bits=bits, mode="affine", transpose=True)
         out.append(c)
-    # The mx fp modes with half-precision activations, decode and tiled rows, both layouts.
+    # The fp modes with half-precision activations, decode and tiled rows, both layouts (nvfp4:
+    # two groups of 16 in each 32-value chunk the GPU unpacks).
     for mode, bits, dtype, M, transpose in (("mxfp4", 4, mx.bfloat16, 1, True), ("mxfp8", 8, mx.float16, 9, True),
-                                            ("mxfp4", 4, mx.float16, 3, False), ("mxfp8", 8, mx.bfloat16, 2, False)):
+                                            ("mxfp4", 4, mx.float16, 3, False), ("mxfp8", 8, mx.bfloat16, 2, False),
+                                            ("nvfp4", 4, mx.bfloat16, 1, True), ("nvfp4", 4, mx.float16, 4, True),
+                                            ("nvfp4", 4, mx.bfloat16, 33, True), ("nvfp4", 4, mx.float32, 9, True),
+                                            ("nvfp4", 4, mx.float16, 3, False), ("nvfp4", 4, mx.bfloat16, 40, False)):
+        group = 16 if mode == "nvfp4" else 32
         K, N = 256, 13 if transpose else 64
         w = d.floats((N, K) if transpose else (K, N), mx.float32, -1, 1)
-        q, s, _ = quantize(w, mode, bits, 32)
+        q, s, _ = quantize(w, mode, bits, group)
         x = d.floats((M, K), dtype, -1, 1)
-        expected = float_accumulated(mx.quantized_matmul, x, q, s, None, transpose=transpose, group_size=32, bits=bits,
-                                     mode=mode)
+        expected = float_accumulated(mx.quantized_matmul, x, q, s, None, transpose=transpose, group_size=group,
+                                     bits=bits, mode=mode)
         c = Case(f"cover_{mode}_m{M}_{'t' if transpose else 'n'}_{dtype}".replace("mlx.core.", ""))
         ix, iq, is_ = c.input(x), c.input(q), c.input(s)
-        c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), group_size=32, bits=bits, mode=mode,
-               transpose=transpose)
+        c.node("QuantizedMatmulNode", x=ix, w=iq, scales=is_, out=c.output(expected), group_size=group, bits=bits,
+               mode=mode, transpose=transpose)
         out.append(c)
     return out
 
@@ -211,23 +256,30 @@ def gather_qmm_cases():
         out.append(c)
     # A mixture-of-experts layer's shapes (tokens x top-k experts, x [T, 1, 1, K]), rows above the
     # decode kernel's 8, the [K, N] layout, half precision, odd N, broadcast index tensors.
-    for name, bits, group, transpose, xshape, E, N, lhs, rhs, dtype in (
-            ("moe_tokens_top2_bf16", 4, 64, True, (3, 1, 1, 192), 4, 29, None, [[1, 3], [0, 1], [2, 2]], mx.bfloat16),
-            ("moe_prefill_rows_f16", 8, 32, True, (2, 12, 96), 3, 17, [[0], [1]], [[2, 0]], mx.float16),
-            ("not_transposed_rows_bf16", 2, 64, False, (2, 10, 128), 2, 128, None, [1, 0], mx.bfloat16),
-            ("six_bits_f32", 6, 128, True, (1, 3, 256), 3, 11, None, [2, 1, 0], mx.float32)):
+    for name, mode, bits, group, transpose, xshape, E, N, lhs, rhs, dtype in (
+            ("moe_tokens_top2_bf16", "affine", 4, 64, True, (3, 1, 1, 192), 4, 29, None, [[1, 3], [0, 1], [2, 2]],
+             mx.bfloat16),
+            ("moe_prefill_rows_f16", "affine", 8, 32, True, (2, 12, 96), 3, 17, [[0], [1]], [[2, 0]], mx.float16),
+            ("not_transposed_rows_bf16", "affine", 2, 64, False, (2, 10, 128), 2, 128, None, [1, 0], mx.bfloat16),
+            ("six_bits_f32", "affine", 6, 128, True, (1, 3, 256), 3, 11, None, [2, 1, 0], mx.float32),
+            ("nvfp4_tokens_top2_f16", "nvfp4", 4, 16, True, (3, 1, 1, 160), 4, 21, None, [[3, 0], [1, 1], [2, 0]],
+             mx.float16),
+            ("nvfp4_prefill_rows_bf16", "nvfp4", 4, 16, True, (2, 12, 96), 3, 17, [[0], [1]], [[2, 0]], mx.bfloat16),
+            ("nvfp4_not_transposed_f32", "nvfp4", 4, 16, False, (2, 5, 64), 2, 96, None, [1, 0], mx.float32)):
         K = xshape[-1]
         w = d.floats((E, N, K) if transpose else (E, K, N), dtype, -1, 1)
-        q, s, b = quantize(w, "affine", bits, group)
+        q, s, b = quantize(w, mode, bits, group)
         x = d.floats(xshape, dtype, -1, 1)
         li = mx.array(lhs, mx.uint32) if lhs is not None else None
         ri = mx.array(rhs, mx.uint32)
-        expected = float_accumulated(mx.gather_qmm, x, q, s, b, li, ri, transpose=transpose, group_size=group, bits=bits)
+        expected = float_accumulated(mx.gather_qmm, x, q, s, b, li, ri, transpose=transpose, group_size=group,
+                                     bits=bits, mode=mode)
         c = Case(name)
-        ix, iq, is_, ib = c.input(x), c.input(q), c.input(s), c.input(b)
+        ix, iq, is_ = c.input(x), c.input(q), c.input(s)
+        ib = c.input(b) if b is not None else None
         il = c.input(li) if li is not None else None
         ir = c.input(ri)
-        c.node("GatherQmmNode", x=ix, w=iq, scales=is_, out=c.output(expected), mode="affine", biases=ib, lhs_indices=il,
+        c.node("GatherQmmNode", x=ix, w=iq, scales=is_, out=c.output(expected), mode=mode, biases=ib, lhs_indices=il,
                rhs_indices=ir, transpose=transpose, group_size=group, bits=bits)
         out.append(c)
     return out
