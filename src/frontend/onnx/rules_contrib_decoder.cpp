@@ -54,7 +54,7 @@ GqaShape gqa_shape(NodeLowering& n) {
   const int64_t hidden = q.dims[2];
   const int64_t heads_in_query = packed ? s.heads + 2 * s.kv_heads : s.heads;
   if (hidden < 0) n.unsupported("a query hidden size known only at run time");
-  if (hidden % heads_in_query != 0) n.fail("a query hidden size divisible by its heads");
+  if (hidden == 0 || hidden % heads_in_query != 0) n.fail("a query hidden size divisible by its heads");
   s.head_size = hidden / heads_in_query;
   s.query_shape = n.g.shape_of(q);
   const bool has_past = n.has_input(3) && n.has_input(4);
