@@ -16,7 +16,7 @@ definition wgml computes.
 
 The op cases: GroupQueryAttention (packed and separate Q/K/V, prompt, decode and a chunked prompt
 after a cache, per-batch cache lengths with padded past buffers, grouped heads 2:1 and 4:1,
-interleaved and partial rotary, a local window, an explicit scale), RotaryEmbedding (3-D with and
+interleaved and partial rotary, a local window, an explicit scale, softcap, smooth_softmax), RotaryEmbedding (3-D with and
 without num_heads, 4-D, one start position or [batch, sequence] ids, interleaved, partial) and
 GatherBlockQuantized (4- and 8-bit, packed zero points, int32 and int64 indices).
 With --device webgpu a run also fails where an op other than those in ALLOWED_CPU_OPS runs on the
@@ -138,6 +138,9 @@ OP_CASES = {
     "gqa_decode_packed_scale": lambda: gqa(1, 1, 4, 2, 16, 3, [3], 4, packed=True, rotary=(8, False), scale=0.3),
     "gqa_chunked_prompt": lambda: gqa(1, 3, 4, 2, 16, 4, [6], 7, rotary=(8, False)),
     "gqa_batch_padded_partial_rotary": lambda: gqa(2, 1, 2, 1, 32, 6, [6, 3], 7, rotary=(8, False)),
+    "gqa_softcap": lambda: gqa(1, 4, 4, 2, 16, 3, [6], 7, rotary=(8, False), softcap=2.0),
+    "gqa_smooth_softmax_window": lambda: gqa(1, 5, 4, 1, 16, 0, [4], 5, smooth_softmax=1, local_window_size=3),
+    "gqa_softcap_smooth_decode": lambda: gqa(2, 1, 2, 2, 16, 4, [4, 2], 5, packed=True, softcap=1.5, smooth_softmax=1),
     "rope_3d_num_heads": lambda: rotary_embedding([2, 3, 64], [[0, 1, 2], [5, 6, 7]], 8, num_heads=4),
     "rope_3d_one_head": lambda: rotary_embedding([1, 3, 16], [2], 8),
     "rope_4d_interleaved": lambda: rotary_embedding([1, 2, 5, 16], [3], 8, interleaved=1),

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 
 #include "frontend/onnx/lowering.h"
 #include "frontend/onnx/rule_helpers.h"
@@ -71,12 +72,46 @@ void refuse_unsupported_gqa(NodeLowering& n) {
   for (size_t i = 10; i < n.num_inputs(); ++i)
     if (n.has_input(i)) n.unsupported(std::string("input ") + (i - 10 < std::size(kInputs) ? kInputs[i - 10] : "beyond 16"));
   if (n.wants_output(3)) n.unsupported("the output_qk output");
-  if (n.attr_float("softcap", 0) != 0) n.unsupported("softcap");
-  if (n.attr_int("smooth_softmax", 0) != 0) n.unsupported("smooth_softmax");
+  if (n.attr_float("softcap", 0) < 0) n.fail("a softcap of 0 (none) or above");
   if (n.attr_int("causal", 1) != 1) n.unsupported("non-causal attention");
   if (n.attr_int("kv_cache_bit_width", 0) != 0) n.unsupported("a quantized KV cache");
   for (const char* a : {"k_quant_type", "v_quant_type"})
     if (n.attr_string(a, "NONE") != "NONE") n.unsupported(std::string(a) + " " + n.attr_string(a, ""));
+}
+
+// Attention where SdpaNode's softmax does not fit: scores softcapped (cap * tanh(x / cap)) and/or
+// a smooth softmax (an extra logit 0 in each row's denominator, as onnxruntime's smooth_softmax),
+// composed of matmuls and element-wise nodes. q [B, heads, S, D], k and v [B, kv_heads, P, D],
+// `allowed` [B, 1, S, P].
+struct ScoreRules {
+  float scale;
+  float softcap;  // 0: none
+  bool smooth;
+};
+
+Tid composed_attention(NodeLowering& n, const GqaShape& s, Tid q, Tid k, Tid v, Tid allowed, IntOrVid keys,
+                       const ScoreRules& rules, DType t) {
+  const IntOrVid batch = s.query_shape[0], seq = s.query_shape[1];
+  auto repeat_heads = [&](Tid x) {  // [B, kv_heads, P, D] -> [B, heads, P, D]
+    if (s.heads == s.kv_heads) return x;
+    const Tid grouped = n.g.new_temp();
+    n.g.emit(BroadcastToNode{.x = expand_dims(n, x, 2),
+                             .out = grouped,
+                             .shape = {batch, literal(s.kv_heads), literal(s.heads / s.kv_heads), keys, literal(s.head_size)}});
+    return n.reshape(grouped, {batch, literal(s.heads), keys, literal(s.head_size)});
+  };
+  const Tid kt = n.transpose(repeat_heads(k), {0, 1, 3, 2});
+  Tid scores = matmul_op(n, n.binary<MultiplyNode>(q, n.scalar(rules.scale, t)), kt);
+  if (rules.softcap > 0) {
+    const Tid cap = n.scalar(rules.softcap, t);
+    scores = n.binary<MultiplyNode>(n.unary<TanhNode>(n.binary<DivideNode>(scores, cap)), cap);
+  }
+  scores = where_op(n, allowed, scores, n.scalar(-std::numeric_limits<double>::infinity(), t));
+  if (rules.smooth) scores = concat_op(n, {scores, full(n, {batch, literal(s.heads), seq, literal(1)}, 0, t)}, 3);
+  Tid probs = n.g.new_temp();
+  n.g.emit(SoftmaxNode{.x = scores, .out = probs, .axis = -1, .precise = true});
+  if (rules.smooth) probs = slice_axis(n, probs, 3, literal(0), keys);
+  return matmul_op(n, probs, repeat_heads(v));
 }
 
 // GroupQueryAttention (ONNX Runtime's contrib op, CPU kernel semantics). Per batch b the past
@@ -167,8 +202,14 @@ void group_query_attention(NodeLowering& n) {
   }
   float scale = n.attr_float("scale", 0);
   if (scale == 0) scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
-  const Tid y = n.g.new_temp();
-  n.g.emit(SdpaNode{.q = q, .k = present_k, .v = present_v, .out = y, .scale = scale, .mask = allowed});
+  const ScoreRules rules{scale, n.attr_float("softcap", 0), n.attr_int("smooth_softmax", 0) != 0};
+  Tid y;
+  if (rules.softcap > 0 || rules.smooth) {
+    y = composed_attention(n, s, q, present_k, present_v, allowed, present_length, rules, t);
+  } else {
+    y = n.g.new_temp();
+    n.g.emit(SdpaNode{.q = q, .k = present_k, .v = present_v, .out = y, .scale = scale, .mask = allowed});
+  }
   const Tid out = n.reshape(n.transpose(y, {0, 2, 1, 3}), {batch, seq, literal(s.heads * s.head_size)});
   n.set_output(0, out, t, {n.in(0).dims[0], n.in(0).dims[1], s.heads * s.head_size});
 }
