@@ -16,7 +16,7 @@ definition wgml computes.
 
 The op cases: GroupQueryAttention (packed and separate Q/K/V, prompt, decode and a chunked prompt
 after a cache, per-batch cache lengths with padded past buffers, grouped heads 2:1 and 4:1,
-interleaved and partial rotary, a local window, an explicit scale, softcap, smooth_softmax), RotaryEmbedding (3-D with and
+interleaved and partial rotary, a local window, an explicit scale, softcap, smooth_softmax, attention_bias, head_sink), RotaryEmbedding (3-D with and
 without num_heads, 4-D, one start position or [batch, sequence] ids, interleaved, partial) and
 GatherBlockQuantized (4- and 8-bit, packed zero points, int32 and int64 indices).
 With --device webgpu a run also fails where an op other than those in ALLOWED_CPU_OPS runs on the
@@ -68,9 +68,10 @@ def rotary_caches(positions, half):
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
-def gqa(batch, seq, heads, kv_heads, head, past, seqlens, total, packed=False, rotary=None, **attrs):
+def gqa(batch, seq, heads, kv_heads, head, past, seqlens, total, packed=False, rotary=None, bias=None, sink=False,
+        **attrs):
     """One GroupQueryAttention node; rotary = (cache width, interleaved) or None. `past` is the past
-    buffers' length; seqlens_k and total_sequence_length as given."""
+    buffers' length; seqlens_k and total_sequence_length as given; bias: the attention_bias shape."""
     names = ["query", "", ""] if packed else ["query", "key", "value"]
     names += ["past_key", "past_value", "seqlens_k", "total_sequence_length"]
     inputs = {"query": normal(batch, seq, (heads + 2 * kv_heads if packed else heads) * head)}
@@ -88,6 +89,12 @@ def gqa(batch, seq, heads, kv_heads, head, past, seqlens, total, packed=False, r
         initializers = [("cos_cache", cos), ("sin_cache", sin)]
         names += ["cos_cache", "sin_cache"]
         attrs.update(do_rotary=1, rotary_interleaved=int(interleaved))
+    if bias or sink:
+        names += [""] * (9 - len(names)) + ["", "attention_bias" if bias else "", "head_sink" if sink else ""]
+    if bias:
+        inputs["attention_bias"] = normal(*bias)
+    if sink:
+        inputs["head_sink"] = normal(heads)
     node = helper.make_node("GroupQueryAttention", names, ["output", "present_key", "present_value"], domain=MS,
                             num_heads=heads, kv_num_heads=kv_heads, **attrs)
     types = {"seqlens_k": TensorProto.INT32, "total_sequence_length": TensorProto.INT32}
@@ -141,6 +148,9 @@ OP_CASES = {
     "gqa_softcap": lambda: gqa(1, 4, 4, 2, 16, 3, [6], 7, rotary=(8, False), softcap=2.0),
     "gqa_smooth_softmax_window": lambda: gqa(1, 5, 4, 1, 16, 0, [4], 5, smooth_softmax=1, local_window_size=3),
     "gqa_softcap_smooth_decode": lambda: gqa(2, 1, 2, 2, 16, 4, [4, 2], 5, packed=True, softcap=1.5, smooth_softmax=1),
+    "gqa_attention_bias": lambda: gqa(2, 1, 4, 2, 16, 6, [6, 4], 7, rotary=(8, False), bias=[2, 1, 1, 7]),
+    "gqa_head_sink_bias_softcap": lambda: gqa(1, 4, 4, 2, 16, 3, [6], 7, bias=[1, 4, 4, 7], sink=True, softcap=3.0),
+    "gqa_head_sink_decode": lambda: gqa(1, 1, 4, 1, 16, 5, [5], 6, packed=True, sink=True),
     "rope_3d_num_heads": lambda: rotary_embedding([2, 3, 64], [[0, 1, 2], [5, 6, 7]], 8, num_heads=4),
     "rope_3d_one_head": lambda: rotary_embedding([1, 3, 16], [2], 8),
     "rope_4d_interleaved": lambda: rotary_embedding([1, 2, 5, 16], [3], 8, interleaved=1),

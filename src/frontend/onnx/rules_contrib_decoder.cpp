@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <optional>
 
 #include "frontend/onnx/lowering.h"
 #include "frontend/onnx/rule_helpers.h"
@@ -67,10 +68,9 @@ GqaShape gqa_shape(NodeLowering& n) {
 
 // The GroupQueryAttention features beyond what decoders exported for the CPU and WebGPU use.
 void refuse_unsupported_gqa(NodeLowering& n) {
-  static const char* const kInputs[] = {"attention_bias", "head_sink",     "k_scale",      "v_scale",
-                                        "q_norm_weight",  "k_norm_weight", "query_seqlens"};
-  for (size_t i = 10; i < n.num_inputs(); ++i)
-    if (n.has_input(i)) n.unsupported(std::string("input ") + (i - 10 < std::size(kInputs) ? kInputs[i - 10] : "beyond 16"));
+  static const char* const kInputs[] = {"k_scale", "v_scale", "q_norm_weight", "k_norm_weight", "query_seqlens"};
+  for (size_t i = 12; i < n.num_inputs(); ++i)
+    if (n.has_input(i)) n.unsupported(std::string("input ") + (i - 12 < std::size(kInputs) ? kInputs[i - 12] : "beyond 16"));
   if (n.wants_output(3)) n.unsupported("the output_qk output");
   if (n.attr_float("softcap", 0) < 0) n.fail("a softcap of 0 (none) or above");
   if (n.attr_int("causal", 1) != 1) n.unsupported("non-causal attention");
@@ -79,15 +79,18 @@ void refuse_unsupported_gqa(NodeLowering& n) {
     if (n.attr_string(a, "NONE") != "NONE") n.unsupported(std::string(a) + " " + n.attr_string(a, ""));
 }
 
-// Attention where SdpaNode's softmax does not fit: scores softcapped (cap * tanh(x / cap)) and/or
-// a smooth softmax (an extra logit 0 in each row's denominator, as onnxruntime's smooth_softmax),
-// composed of matmuls and element-wise nodes. q [B, heads, S, D], k and v [B, kv_heads, P, D],
-// `allowed` [B, 1, S, P].
+// How scores become probabilities, in onnxruntime's order: scaled, softcapped (cap * tanh(x / cap)),
+// plus attention_bias, masked, then a softmax whose denominator may hold a sink logit per head
+// (head_sink, or 0 for smooth_softmax) as if a key no value belongs to.
 struct ScoreRules {
   float scale;
-  float softcap;  // 0: none
-  bool smooth;
+  float softcap;            // 0: none
+  std::optional<Tid> bias;  // broadcasts to [B, heads, S, P]
+  std::optional<Tid> sink;  // [1, heads, 1, 1] or 0-D
 };
+
+// Attention where SdpaNode's softmax does not fit (a softcap or a sink), composed of matmuls and
+// element-wise nodes. q [B, heads, S, D], k and v [B, kv_heads, P, D], `allowed` [B, 1, S, P].
 
 Tid composed_attention(NodeLowering& n, const GqaShape& s, Tid q, Tid k, Tid v, Tid allowed, IntOrVid keys,
                        const ScoreRules& rules, DType t) {
@@ -106,11 +109,16 @@ Tid composed_attention(NodeLowering& n, const GqaShape& s, Tid q, Tid k, Tid v, 
     const Tid cap = n.scalar(rules.softcap, t);
     scores = n.binary<MultiplyNode>(n.unary<TanhNode>(n.binary<DivideNode>(scores, cap)), cap);
   }
+  if (rules.bias) scores = n.binary<AddNode>(scores, *rules.bias);
   scores = where_op(n, allowed, scores, n.scalar(-std::numeric_limits<double>::infinity(), t));
-  if (rules.smooth) scores = concat_op(n, {scores, full(n, {batch, literal(s.heads), seq, literal(1)}, 0, t)}, 3);
+  if (rules.sink) {
+    const Tid column = n.g.new_temp();
+    n.g.emit(BroadcastToNode{.x = *rules.sink, .out = column, .shape = {batch, literal(s.heads), seq, literal(1)}});
+    scores = concat_op(n, {scores, column}, 3);
+  }
   Tid probs = n.g.new_temp();
   n.g.emit(SoftmaxNode{.x = scores, .out = probs, .axis = -1, .precise = true});
-  if (rules.smooth) probs = slice_axis(n, probs, 3, literal(0), keys);
+  if (rules.sink) probs = slice_axis(n, probs, 3, literal(0), keys);
   return matmul_op(n, probs, repeat_heads(v));
 }
 
@@ -202,13 +210,20 @@ void group_query_attention(NodeLowering& n) {
   }
   float scale = n.attr_float("scale", 0);
   if (scale == 0) scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
-  const ScoreRules rules{scale, n.attr_float("softcap", 0), n.attr_int("smooth_softmax", 0) != 0};
+  ScoreRules rules{scale, n.attr_float("softcap", 0), std::nullopt, std::nullopt};
+  if (n.has_input(10)) rules.bias = n.in_tensor(10);
+  if (n.has_input(11))
+    rules.sink = n.reshape(n.in_tensor(11), {literal(1), literal(s.heads), literal(1), literal(1)});
+  else if (n.attr_int("smooth_softmax", 0) != 0)
+    rules.sink = n.scalar(0, t);
   Tid y;
-  if (rules.softcap > 0 || rules.smooth) {
+  if (rules.softcap > 0 || rules.sink) {
     y = composed_attention(n, s, q, present_k, present_v, allowed, present_length, rules, t);
-  } else {
+  } else {  // an attention bias becomes Sdpa's additive mask
+    const Tid mask =
+        rules.bias ? where_op(n, allowed, *rules.bias, n.scalar(-std::numeric_limits<double>::infinity(), t)) : allowed;
     y = n.g.new_temp();
-    n.g.emit(SdpaNode{.q = q, .k = present_k, .v = present_v, .out = y, .scale = scale, .mask = allowed});
+    n.g.emit(SdpaNode{.q = q, .k = present_k, .v = present_v, .out = y, .scale = scale, .mask = mask});
   }
   const Tid out = n.reshape(n.transpose(y, {0, 2, 1, 3}), {batch, seq, literal(s.heads * s.head_size)});
   n.set_output(0, out, t, {n.in(0).dims[0], n.in(0).dims[1], s.heads * s.head_size});
