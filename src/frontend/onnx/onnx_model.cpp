@@ -26,6 +26,7 @@ const std::vector<OpRule>& all_rules() {
     add_misc_rules(r);
     add_sequence_rules(r);
     add_contrib_rules(r);
+    add_contrib_decoder_rules(r);
     return r;
   }();
   return rules;

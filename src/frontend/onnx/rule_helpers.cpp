@@ -162,3 +162,47 @@ std::optional<std::vector<int64_t>> axes_attr_or_input(NodeLowering& n, int sinc
 }
 
 }  // namespace wgml::frontend::onnx
+
+namespace wgml::frontend::onnx {
+namespace {
+
+// The zero point of block `block` of row `row` (see AffineWeights).
+double zero_point(const Tensor& zp, int64_t row, int64_t block, int64_t blocks, int64_t bits) {
+  if (zp.dtype() != DType::UInt8) return load_as_double(zp.dtype(), zp.data(), row * blocks + block);
+  const int64_t row_bytes = (blocks * bits + 7) / 8;
+  const int64_t bit = block * bits;
+  const uint8_t byte = zp.data()[row * row_bytes + bit / 8];
+  return (byte >> (bit % 8)) & ((1 << bits) - 1);
+}
+
+}  // namespace
+
+AffineWeights affine_weights(NodeLowering& n, const Tensor& packed, const Tensor& scales, const Tensor* zero_points, int64_t rows,
+                             int64_t k, int64_t bits, int64_t block, DType dtype) {
+  if (bits != 2 && bits != 4 && bits != 8) n.unsupported("bits " + std::to_string(bits) + " (2, 4 and 8 are supported)");
+  if (block != 32 && block != 64 && block != 128)
+    n.unsupported("block_size " + std::to_string(block) + " (MLX's group sizes 32, 64, 128 are supported)");
+  if (k <= 0 || rows <= 0 || k % block != 0) n.unsupported("a quantized axis that is not a positive multiple of block_size");
+  const int64_t blocks = k / block, row_bytes = k * bits / 8;
+  if (packed.dtype() != DType::UInt8 || packed.numel() != rows * row_bytes)
+    n.fail("quantized values of " + std::to_string(rows * row_bytes) + " uint8 bytes");
+  if (scales.numel() != rows * blocks) n.fail("scales of " + std::to_string(rows * blocks) + " values");
+  if (zero_points) {
+    const int64_t expected = zero_points->dtype() == DType::UInt8 ? rows * ((blocks * bits + 7) / 8) : rows * blocks;
+    if (zero_points->numel() != expected) n.fail("zero_points of " + std::to_string(expected) + " values");
+  }
+  AffineWeights out{Tensor(DType::UInt32, {rows, row_bytes / 4}), Tensor(dtype, {rows, blocks}), Tensor(dtype, {rows, blocks})};
+  std::memcpy(out.words.mutable_data(), packed.data(), static_cast<size_t>(rows * row_bytes));
+  const double default_zero = static_cast<double>(int64_t{1} << (bits - 1));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t i = r * blocks + blk;
+      const double s = load_as_double(scales.dtype(), scales.data(), i);
+      const double zero = zero_points ? zero_point(*zero_points, r, blk, blocks, bits) : default_zero;
+      store_double(dtype, out.scales.mutable_data(), i, s);
+      store_double(dtype, out.biases.mutable_data(), i, -zero * s);
+    }
+  return out;
+}
+
+}  // namespace wgml::frontend::onnx

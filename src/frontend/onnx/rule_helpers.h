@@ -27,6 +27,35 @@ ir::Tid matmul_op(NodeLowering& n, ir::Tid a, ir::Tid b);         // batched, br
 ir::Tid arange(NodeLowering& n, ir::IntOrVid stop, DType dtype);  // 0, 1, ..., stop - 1
 ir::Tid squeeze_axes(NodeLowering& n, ir::Tid x, const std::vector<int>& axes);
 
+// ONNX Runtime's block-quantized weights (MatMulNBits' B, GatherBlockQuantized's data) in MLX's
+// affine layout: `rows` rows of `k` unsigned `bits`-bit values packed from the low bits into
+// k * bits / 8 bytes, a scale per block of `block` values, and optional zero points (uint8 packed
+// like the values, one row's blocks after another, each row starting at a byte; or of the scales'
+// type; 2^(bits-1) where absent). The packed bytes read as little-endian uint32 words are MLX's
+// layout; (q - zero) * scale is scale * q + bias with bias = -zero * scale.
+struct AffineWeights {
+  Tensor words;   // uint32 [rows, k * bits / 32]
+  Tensor scales;  // `dtype` [rows, k / block]
+  Tensor biases;  // `dtype` [rows, k / block]
+};
+AffineWeights affine_weights(NodeLowering& n, const Tensor& packed, const Tensor& scales, const Tensor* zero_points, int64_t rows,
+                             int64_t k, int64_t bits, int64_t block, DType dtype);
+
+// Rows `ids` (an integer tensor of any shape) of a table: Take along axis 0.
+ir::Tid take_rows(NodeLowering& n, ir::Tid table, ir::Tid ids);
+
+// Rotary position embedding (rules_attention.cpp): the first `dims` of each head's `head_size`
+// values rotated pairwise, halves (x[i], x[i + dims/2]) or, interleaved, neighbours (x[2i],
+// x[2i+1]); the rest passed through.
+struct Rotation {
+  int64_t dims;
+  int64_t head_size;
+  bool interleaved;
+};
+// h [B, S, heads, head_size] rotated by cos and sin [B or 1, S, dims / 2] (one angle per position
+// and pair, the same for every head), as ONNX's and ONNX Runtime's RotaryEmbedding define it.
+ir::Tid rotate_heads(NodeLowering& n, ir::Tid h, ir::Tid cos, ir::Tid sin, const Rotation& r, DType t);
+
 // ONNX Conv of x [N, C, spatial...] with w [M, C/group, kernel...] (the node's attributes), as an
 // mlx Conv node between channels-last transposes; bias [M] optional.
 Value convolution(NodeLowering& n, const Value& x, const Value& w, std::optional<ir::Tid> bias);

@@ -231,6 +231,38 @@ void flex_attention(NodeLowering& n) {
   n.set_output(0, n.cast(y, compute, n.in(2).dtype), n.in(2).dtype, {q.dims[0], q_heads, q.dims[2], n.in(2).dims[3]});
 }
 
+}  // namespace
+
+Tid take_rows(NodeLowering& n, Tid table, Tid ids) {
+  const Tid out = n.g.new_temp();
+  n.g.emit(TakeNode{.x = table, .out = out, .index = {0, {}, ids, IntOrVidOrTid::Tensor}, .axis = 0});
+  return out;
+}
+
+Tid rotate_heads(NodeLowering& n, Tid h, Tid cos, Tid sin, const Rotation& r, DType t) {
+  const int64_t rot = r.dims;
+  const Tid rotated_part = slice_axis(n, h, 3, literal(0), literal(rot));
+  cos = expand_dims(n, cos, 2);
+  sin = expand_dims(n, sin, 2);
+  const Tid x1 = r.interleaved ? slice_axis(n, rotated_part, 3, literal(0), literal(rot), 2)
+                               : slice_axis(n, rotated_part, 3, literal(0), literal(rot / 2));
+  const Tid x2 = r.interleaved ? slice_axis(n, rotated_part, 3, literal(1), literal(rot), 2)
+                               : slice_axis(n, rotated_part, 3, literal(rot / 2), literal(rot));
+  const Tid real = n.binary<SubtractNode>(n.binary<MultiplyNode>(cos, x1), n.binary<MultiplyNode>(sin, x2));
+  const Tid imag = n.binary<AddNode>(n.binary<MultiplyNode>(sin, x1), n.binary<MultiplyNode>(cos, x2));
+  Tid rotated;
+  if (r.interleaved) {
+    const Tid pairs = concat_op(n, {expand_dims(n, real, 4), expand_dims(n, imag, 4)}, 4);
+    const Value pv = Lowering::runtime(pairs, t, Dims(5, kUnknownDim));
+    rotated = n.reshape(pairs, {n.g.dim(pv, 0), n.g.dim(pv, 1), n.g.dim(pv, 2), literal(rot)});
+  } else {
+    rotated = concat_op(n, {real, imag}, 3);
+  }
+  return rot < r.head_size ? concat_op(n, {rotated, slice_axis(n, h, 3, literal(rot), literal(r.head_size))}, 3) : rotated;
+}
+
+namespace {
+
 // x rotated pairwise by angles whose cos and sin are given per position.
 void rotary_embedding(NodeLowering& n) {
   const Value& x = n.in(0);
@@ -250,36 +282,12 @@ void rotary_embedding(NodeLowering& n) {
   if (head_size <= 0) n.unsupported("a head size known only at run time");
   int64_t rot = n.attr_int("rotary_embedding_dim", 0);
   if (rot == 0) rot = head_size;
-  const Tid rotated_part = slice_axis(n, h, 3, literal(0), literal(rot));
   Tid cos = n.in_tensor(1), sin = n.in_tensor(2);
   if (n.has_input(3)) {
-    const Tid ids = n.in_tensor(3);
-    auto take = [&](Tid cache) {
-      const Tid out = n.g.new_temp();
-      n.g.emit(TakeNode{.x = cache, .out = out, .index = {0, {}, ids, IntOrVidOrTid::Tensor}, .axis = 0});
-      return out;
-    };
-    cos = take(cos);
-    sin = take(sin);
+    cos = take_rows(n, cos, n.in_tensor(3));
+    sin = take_rows(n, sin, n.in_tensor(3));
   }
-  cos = expand_dims(n, cos, 2);
-  sin = expand_dims(n, sin, 2);
-  const bool interleaved = n.attr_int("interleaved", 0) != 0;
-  const Tid x1 = interleaved ? slice_axis(n, rotated_part, 3, literal(0), literal(rot), 2)
-                             : slice_axis(n, rotated_part, 3, literal(0), literal(rot / 2));
-  const Tid x2 = interleaved ? slice_axis(n, rotated_part, 3, literal(1), literal(rot), 2)
-                             : slice_axis(n, rotated_part, 3, literal(rot / 2), literal(rot));
-  const Tid real = n.binary<SubtractNode>(n.binary<MultiplyNode>(cos, x1), n.binary<MultiplyNode>(sin, x2));
-  const Tid imag = n.binary<AddNode>(n.binary<MultiplyNode>(sin, x1), n.binary<MultiplyNode>(cos, x2));
-  Tid rotated;
-  if (interleaved) {
-    const Tid pairs = concat_op(n, {expand_dims(n, real, 4), expand_dims(n, imag, 4)}, 4);
-    const Value pv = Lowering::runtime(pairs, t, Dims(5, kUnknownDim));
-    rotated = n.reshape(pairs, {n.g.dim(pv, 0), n.g.dim(pv, 1), n.g.dim(pv, 2), literal(rot)});
-  } else {
-    rotated = concat_op(n, {real, imag}, 3);
-  }
-  Tid out = rot < head_size ? concat_op(n, {rotated, slice_axis(n, h, 3, literal(rot), literal(head_size))}, 3) : rotated;
+  Tid out = rotate_heads(n, h, cos, sin, {rot, head_size, n.attr_int("interleaved", 0) != 0}, t);
   out = four_d ? n.transpose(out, {0, 2, 1, 3}) : n.reshape(out, shape);
   n.set_output(0, out, t, x.dims);
 }

@@ -2,9 +2,7 @@
 // the models they export, lowered as ONNX Runtime's contrib op documentation defines them: fused
 // activations and norms as short compositions, FusedMatMul as a matmul between transposes, and
 // MatMulNBits as MLX's affine QuantizedMatmul on its own packed weights.
-#include <cstring>
 
-#include "core/elements.h"
 #include "frontend/onnx/lowering.h"
 #include "frontend/onnx/rule_helpers.h"
 
@@ -101,16 +99,6 @@ void skip_normalization(NodeLowering& n) {
   n.set_output(3, sum, x.dtype, x.dims);
 }
 
-// The zero point of block `block` of row `row`: packed unsigned `bits`-bit values (uint8), one
-// row's blocks after another, each row starting at a byte; or values of the scales' float type.
-double zero_point(const Tensor& zp, int64_t row, int64_t block, int64_t blocks, int64_t bits) {
-  if (zp.dtype() != DType::UInt8) return load_as_double(zp.dtype(), zp.data(), row * blocks + block);
-  const int64_t row_bytes = (blocks * bits + 7) / 8;
-  const int64_t bit = block * bits;
-  const uint8_t byte = zp.data()[row * row_bytes + bit / 8];
-  return (byte >> (bit % 8)) & ((1 << bits) - 1);
-}
-
 // MatMulNBits: A [..., K] times B^T, B [N, K] quantized in blocks of block_size along K with a
 // scale and zero point per block (ONNX Runtime's layout: [N, K / block_size, block_size * bits / 8]
 // bytes, values packed from the low bits). Those bytes read as little-endian uint32 words are MLX's
@@ -121,43 +109,20 @@ void mat_mul_n_bits(NodeLowering& n) {
   const int64_t k = n.attr_int("K", 0), rows = n.attr_int("N", 0), bits = n.attr_int("bits", 4);
   const int64_t block = n.attr_int("block_size", 0);
   if (k <= 0 || rows <= 0) n.fail("positive K and N attributes");
-  if (bits != 2 && bits != 4 && bits != 8) n.unsupported("bits " + std::to_string(bits) + " (2, 4 and 8 are supported)");
-  if (block != 32 && block != 64 && block != 128)
-    n.unsupported("block_size " + std::to_string(block) + " (MLX's group sizes 32, 64, 128 are supported)");
-  if (k % block != 0) n.unsupported("K not a multiple of block_size");
   if (n.has_input(4)) n.unsupported("g_idx (act-order block indices)");
   if (!is_floating(a.dtype)) n.fail("a floating-point A");
   const Value& b = n.in(1);
   const Value& scales = n.in(2);
   if (!b.constant || !scales.constant || (n.has_input(3) && !n.in(3).constant))
     n.unsupported("quantized weights, scales or zero points known only at run time");
-  const int64_t blocks = k / block, row_bytes = k * bits / 8;
-  if (b.constant->dtype() != DType::UInt8 || b.constant->numel() != rows * row_bytes)
-    n.fail("B of " + std::to_string(rows * row_bytes) + " uint8 values ([N, K / block_size, block_size * bits / 8])");
-  if (scales.constant->numel() != rows * blocks) n.fail("scales of " + std::to_string(rows * blocks) + " values");
-  if (n.has_input(3)) {
-    const Tensor& zp = *n.in(3).constant;
-    const int64_t expected = zp.dtype() == DType::UInt8 ? rows * ((blocks * bits + 7) / 8) : rows * blocks;
-    if (zp.numel() != expected) n.fail("zero_points of " + std::to_string(expected) + " values");
-  }
-  Tensor words(DType::UInt32, {rows, row_bytes / 4});
-  std::memcpy(words.mutable_data(), b.constant->data(), static_cast<size_t>(rows * row_bytes));
-  Tensor scale(a.dtype, {rows, blocks}), bias(a.dtype, {rows, blocks});
-  const double default_zero = static_cast<double>(int64_t{1} << (bits - 1));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const int64_t i = r * blocks + blk;
-      const double s = load_as_double(scales.constant->dtype(), scales.constant->data(), i);
-      const double zero = n.has_input(3) ? zero_point(*n.in(3).constant, r, blk, blocks, bits) : default_zero;
-      store_double(a.dtype, scale.mutable_data(), i, s);
-      store_double(a.dtype, bias.mutable_data(), i, -zero * s);
-    }
+  const AffineWeights w = affine_weights(n, *b.constant, *scales.constant, n.has_input(3) ? &*n.in(3).constant : nullptr, rows, k,
+                                         bits, block, a.dtype);
   const Tid out = n.g.new_temp();
   n.g.emit(QuantizedMatmulNode{.x = n.in_tensor(0),
-                               .w = n.g.add_constant(words, n.node.input(1)),
-                               .scales = n.g.add_constant(scale, n.node.input(2) + ".scales"),
+                               .w = n.g.add_constant(w.words, n.node.input(1)),
+                               .scales = n.g.add_constant(w.scales, n.node.input(2) + ".scales"),
                                .out = out,
-                               .biases = n.g.add_constant(bias, n.node.input(2) + ".biases"),
+                               .biases = n.g.add_constant(w.biases, n.node.input(2) + ".biases"),
                                .group_size = static_cast<int32_t>(block),
                                .bits = static_cast<int32_t>(bits),
                                .mode = "affine",

@@ -182,6 +182,10 @@ void emit_reshape(NodeLowering& n, const Value& x, const std::vector<IntOrVid>& 
   const Dims dims = reshaped_dims(x, shape);
   if (x.elements && dims.size() <= 1)  // shape values stay known through reshapes to 0-D/1-D
     return n.set_output(0, known_vector(x.dtype, *x.elements, dims.empty()));
+  // A constant stays one, so rules that read their weights at load time see through the reshape
+  // (ONNX Runtime's model builder reshapes the tied MatMulNBits weights for GatherBlockQuantized).
+  if (x.constant && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; }))
+    return n.set_output(0, n.g.constant_value(x.constant->reshaped(Shape(dims.begin(), dims.end()))));
   n.set_output(0, n.reshape(n.in_tensor(0), shape), x.dtype, dims);
 }
 
