@@ -287,11 +287,13 @@ double product_element(const Tensor& a, const Tensor& b, int64_t k) {
 }
 
 // Matmul (Addmm without a bias): decode GEMVs over the weights of Llama-style layers, read at the
-// copy bandwidth, and a 4096^3 GEMM against the FMA ceiling.
+// copy bandwidth (bfloat16 weights packed, two to a word), and a 4096^3 GEMM against the FMA ceiling.
 void add_matmul_cases(std::vector<OpCase>& cases) {
   for (const auto& [depth, cols, dtype] :
        {std::tuple{int64_t(4096), int64_t(4096), DType::Float16}, std::tuple{int64_t(4096), int64_t(4096), DType::Float32},
-        std::tuple{int64_t(4096), int64_t(14336), DType::Float16}, std::tuple{int64_t(14336), int64_t(4096), DType::Float16}}) {
+        std::tuple{int64_t(4096), int64_t(14336), DType::Float16}, std::tuple{int64_t(14336), int64_t(4096), DType::Float16},
+        std::tuple{int64_t(4096), int64_t(4096), DType::BFloat16}, std::tuple{int64_t(4096), int64_t(14336), DType::BFloat16},
+        std::tuple{int64_t(14336), int64_t(4096), DType::BFloat16}}) {
     const Tensor x = random_floats(dtype, {1, depth}, 12), w = random_floats(dtype, {depth, cols}, 13);
     const double bytes = static_cast<double>(dtype_size(dtype)) * (depth * cols + depth + cols);
     OpCase c{"Matmul GEMV " + std::string(dtype_name(dtype)) + " [1, " + std::to_string(depth) + "] @ [" + std::to_string(depth) +
@@ -302,6 +304,7 @@ void add_matmul_cases(std::vector<OpCase>& cases) {
              bytes,
              [=](int64_t k) { return product_element(x, w, k); }};
     c.copy_bytes = static_cast<uint64_t>(bytes / 2);
+    if (dtype == DType::BFloat16) c.tolerance = 8e-3;  // the output rounds to bfloat16
     cases.push_back(std::move(c));
   }
   const int64_t side = 4096;
