@@ -62,6 +62,10 @@ class FieldCollector {
   void operator()(std::string_view name, const ir::FloatOrVid& v, ir::FieldRole) {
     attribute(name, kernel::Value(double{ctx_.resolve(v)}));
   }
+  // A value slot (RandomBits' seed) is the attribute of that name, an int.
+  void operator()(std::string_view name, const ir::Vid& v, ir::FieldRole) {
+    attribute(name, kernel::Value(int64_t{ctx_.int_value(v)}));
+  }
   // A value slot is the attribute of that name (an int), a tensor the input of that name.
   void operator()(std::string_view name, const ir::VidOrTid& v, ir::FieldRole role) {
     if (v.is_vid) return attribute(name, kernel::Value(int64_t{ctx_.int_value(v.vid)}));
