@@ -12,7 +12,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // The keys of a single spec that an op of a family may also give (merged into the family's).
-constexpr std::array<std::string_view, 16> kSpecKeys = {"description",
+constexpr std::array<std::string_view, 17> kSpecKeys = {"description",
                                                         "sinceVersion",
                                                         "inputs",
                                                         "outputs",
@@ -27,7 +27,8 @@ constexpr std::array<std::string_view, 16> kSpecKeys = {"description",
                                                         "view",
                                                         "promote",
                                                         "widen",
-                                                        "atLeastFloat"};
+                                                        "atLeastFloat",
+                                                        "castLike"};
 
 // The keys that only a family file has.
 constexpr std::array<std::string_view, 3> kFamilyKeys = {"family", "typeSets", "ops"};

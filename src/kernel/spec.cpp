@@ -132,10 +132,11 @@ class SpecParser {
 
   KernelSpec run() {
     if (root_.is_object() && root_.contains("view")) return view();
-    r_.keys(root_, "",
-            {"domain", "name", "sinceVersion", "description", "inputs", "outputs", "attributes", "attributeConstraints",
-             "typeConstraints", "tunables", "when", "derive", "bindings", "variants", "promote", "widen", "atLeastFloat"},
-            {"domain", "name", "inputs", "outputs", "variants"});
+    r_.keys(
+        root_, "",
+        {"domain", "name", "sinceVersion", "description", "inputs", "outputs", "attributes", "attributeConstraints",
+         "typeConstraints", "tunables", "when", "derive", "bindings", "variants", "promote", "widen", "atLeastFloat", "castLike"},
+        {"domain", "name", "inputs", "outputs", "variants"});
     spec_.domain = r_.string(root_.at("domain"), "domain");
     spec_.name = r_.string(root_.at("name"), "name");
     if (root_.contains("sinceVersion")) spec_.since_version = r_.integer(root_.at("sinceVersion"), "sinceVersion");
@@ -144,6 +145,7 @@ class SpecParser {
     tensors("outputs", false, spec_.outputs);
     if (root_.contains("promote")) spec_.promote = cast_inputs("promote", 2);
     if (root_.contains("widen")) widen();
+    if (root_.contains("castLike")) cast_like();
     if (root_.contains("atLeastFloat")) spec_.at_least_float = cast_inputs("atLeastFloat", 0);  // [] undoes a family's
     attributes();
     tunables();
@@ -406,6 +408,19 @@ class SpecParser {
       if ((t.name == name || t.list == name) && spec_.is_type_variable(t.dtype)) names.push_back(t.name);
     if (names.empty()) r_.fail(path, "'" + name + "' is not an input whose dtype is a type variable");
     return names;
+  }
+
+  // `castLike`: an object of input: the input whose dtype it is cast to.
+  void cast_like() {
+    const Json& j = root_.at("castLike");
+    r_.expect(j, j.is_object() && !j.empty(), "castLike", "an object of input: input");
+    for (const auto& [name, like] : j.items()) {
+      const std::string path = Reader::child("castLike", name);
+      const std::string target = r_.string(like, path);
+      if (cast_input(Json(name), path).size() != 1 || !spec_.input(target) || target == name)
+        r_.fail(path, "expected an input cast to the dtype of another input");
+      spec_.cast_like[name] = target;
+    }
   }
 
   // `widen`: a list of inputs (each widens bool, int8, int16 and uint8), or an object naming the

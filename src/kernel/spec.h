@@ -128,6 +128,9 @@ struct KernelSpec {
   // Inputs MLX computes on as float32 when they are integers or bool (its at_least_float: sin of
   // an int32 tensor is a float32 tensor): the backend casts them first.
   std::vector<std::string> at_least_float;
+  // Inputs the op casts to another input's dtype first (SliceUpdate's update to dst's, as MLX's
+  // slice_update does): input -> the input whose dtype it takes.
+  std::map<std::string, std::string> cast_like;
   std::vector<AttributeSpec> attributes;
   std::map<std::string, std::vector<DType>> type_constraints;
   std::vector<TunableSpec> tunables;

@@ -155,6 +155,17 @@ TEST(SpecValidation, WidenNamesInputsAndTheDtypesTheyWiden) {
   EXPECT_THAT(spec_error(j), HasSubstr("widen.y: 'y' is not an input whose dtype is a type variable"));
 }
 
+TEST(SpecValidation, CastLikeNamesTwoInputs) {
+  Json j = scale_spec();
+  j["inputs"]["w"] = {{"dtype", "T"}};
+  j["castLike"] = {{"w", "x"}};
+  EXPECT_EQ(parse_spec(j.dump(), "test.json").cast_like, (std::map<std::string, std::string>{{"w", "x"}}));
+  j["castLike"] = {{"w", "w"}};
+  EXPECT_THAT(spec_error(j), HasSubstr("castLike.w: expected an input cast to the dtype of another input"));
+  j["castLike"] = {{"w", "nothing"}};
+  EXPECT_THAT(spec_error(j), HasSubstr("castLike.w: expected an input cast to the dtype of another input"));
+}
+
 TEST(SpecValidation, AtLeastFloatMayBeEmptyToUndoAFamilys) {
   Json j = scale_spec();
   j["atLeastFloat"] = Json::array({"x"});

@@ -249,6 +249,18 @@ bool allows(const kernel::KernelSpec& spec, const std::string& type_variable, DT
   return std::find(types.begin(), types.end(), t) != types.end();
 }
 
+// The spec's `castLike` inputs cast to the dtype of the input each names, as the op casts them
+// (SliceUpdate's update takes dst's dtype); returns the reason when a cast does not fit the GPU.
+std::optional<std::string> cast_like_operands(const WebGpuState& state, const kernel::KernelSpec& spec, NodeRequest& r) {
+  for (const auto& [name, like] : spec.cast_like) {
+    const auto it = r.request.inputs.find(name);
+    const auto target = r.request.inputs.find(like);
+    if (it == r.request.inputs.end() || target == r.request.inputs.end() || it->second.dtype == target->second.dtype) continue;
+    if (auto why_not = cast_input(state, r, name, it->second, target->second.dtype)) return why_not;
+  }
+  return std::nullopt;
+}
+
 // The spec's `atLeastFloat` inputs cast to float32 when they are integers or bool and the spec
 // computes only in floats, as MLX casts them (sin of int32 is float32); returns the reason when a
 // cast does not fit the GPU.
@@ -331,6 +343,7 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
   if (!r.unadaptable.empty()) return r.unadaptable;
   if (auto why_not = read_host_values(spec, r)) return why_not;
   if (auto why_not = promote_operands(state, spec, r)) return why_not;
+  if (auto why_not = cast_like_operands(state, spec, r)) return why_not;
   if (auto why_not = float_operands(state, spec, r)) return why_not;
   if (auto why_not = widen_operands(state, spec, r)) return why_not;
   NarrowTypes narrowed;
