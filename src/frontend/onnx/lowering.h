@@ -277,6 +277,7 @@ void add_misc_rules(std::vector<OpRule>& rules);
 void add_sequence_rules(std::vector<OpRule>& rules);
 void add_contrib_rules(std::vector<OpRule>& rules);
 void add_contrib_decoder_rules(std::vector<OpRule>& rules);
+void add_contrib_encoder_rules(std::vector<OpRule>& rules);
 
 const OpRule* find_rule(const std::string& domain, const std::string& op_type, int64_t opset);
 

@@ -27,6 +27,7 @@ const std::vector<OpRule>& all_rules() {
     add_sequence_rules(r);
     add_contrib_rules(r);
     add_contrib_decoder_rules(r);
+    add_contrib_encoder_rules(r);
     return r;
   }();
   return rules;
