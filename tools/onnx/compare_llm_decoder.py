@@ -22,8 +22,6 @@ GatherBlockQuantized (4- and 8-bit, packed zero points, int32 and int64 indices)
 With --device webgpu a run also fails where an op other than those in ALLOWED_CPU_OPS runs on the
 CPU (the profile says which).
 """
-import argparse
-import copy
 import json
 import os
 import sys
@@ -33,7 +31,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_models import compare_cases, compare_outputs, run_wgml  # noqa: E402
+from compare_models import compare_arguments, compare_cases, compare_outputs, op_models, run_wgml, saved_cases  # noqa: E402
 
 FLOAT = TensorProto.FLOAT
 MS = "com.microsoft"
@@ -213,20 +211,9 @@ def decoder_failures(name, wgml, device):
 
 
 def main():
-    import onnx
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wgml", required=True)
-    parser.add_argument("--device", default="cpu", choices=["cpu", "webgpu"])
-    parser.add_argument("--only", default="", help="run only cases and decoders whose name contains this")
-    args = parser.parse_args()
+    args = compare_arguments(__doc__.splitlines()[0], "run only cases and decoders whose name contains this")
     with tempfile.TemporaryDirectory(prefix="wgml_decoder_ops_") as work:
-        cases = []
-        for name, make in OP_CASES.items():
-            m, inputs = make()
-            path = os.path.join(work, f"{name}.onnx")
-            onnx.save(m, path)
-            cases.append((name, path, {"random": inputs}))
+        cases = saved_cases(op_models(OP_CASES), work)
         failures = compare_cases(cases, args.wgml, args.device, TOLERANCE, args.only, ALLOWED_CPU_OPS)
     for name in sorted(os.listdir(FIXTURES)):
         if args.only in name:

@@ -170,23 +170,44 @@ def compare_cases(model_cases, wgml, device, tolerance, only="", allowed_cpu_ops
     return failures
 
 
+def compare_arguments(description, only_help="run only cases whose name contains this"):
+    """The arguments of the scripts that compare the models they build: --wgml, --device, --only."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--wgml", required=True)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "webgpu"])
+    parser.add_argument("--only", default="", help=only_help)
+    return parser.parse_args()
+
+
+def op_models(makers):
+    """(name, model, {"random": inputs}) for each name: make, where make() gives (model, inputs)."""
+    for name, make in makers.items():
+        model, inputs = make()
+        yield name, model, {"random": inputs}
+
+
+def saved_cases(named_models, work):
+    """(name, path, {kind: inputs}) for each (name, model, {kind: inputs}), the model saved in `work`."""
+    import onnx
+
+    cases = []
+    for name, model, inputs_by_kind in named_models:
+        path = os.path.join(work, f"{name}.onnx")
+        onnx.save(model, path)
+        cases.append((name, path, inputs_by_kind))
+    return cases
+
+
 def compare_built_models(named_models, tolerance, description):
     """The main of the scripts that build their models: parses --wgml and --device, saves each
     (name, model, {kind: inputs}) in a temporary folder, compares all and exits 1 on a failure.
     Value-slot arithmetic, control flow and kept ops run on the host: any op may be on the CPU."""
-    import onnx
-
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--wgml", required=True)
     parser.add_argument("--device", default="cpu", choices=["cpu", "webgpu"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="wgml_built_models_") as work:
-        cases = []
-        for name, model, inputs_by_kind in named_models:
-            path = os.path.join(work, f"{name}.onnx")
-            onnx.save(model, path)
-            cases.append((name, path, inputs_by_kind))
-        failures = compare_cases(cases, args.wgml, args.device, tolerance, allowed_cpu_ops=None)
+        failures = compare_cases(saved_cases(named_models, work), args.wgml, args.device, tolerance, allowed_cpu_ops=None)
     sys.exit(1 if failures else 0)
 
 

@@ -14,7 +14,6 @@ mask_filter_value and attention_bias; EmbedLayerNormalization without segments o
 position_ids, and its embedding_sum output. With --device webgpu a run also fails where an op
 other than those in ALLOWED_CPU_OPS runs on the CPU (the profile says which).
 """
-import argparse
 import os
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_models import compare_cases  # noqa: E402
+from compare_models import compare_arguments, compare_cases, op_models, saved_cases  # noqa: E402
 
 FLOAT, INT32, INT64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
 MS = "com.microsoft"
@@ -122,23 +121,12 @@ OP_CASES = {
 
 
 def main():
-    import onnx
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wgml", required=True)
-    parser.add_argument("--device", default="cpu", choices=["cpu", "webgpu"])
-    parser.add_argument("--only", default="", help="run only cases whose name contains this")
-    args = parser.parse_args()
+    args = compare_arguments(__doc__.splitlines()[0])
     encoder_inputs = {"right padding": encoder_batch([8, 5], 8),
                       "mixed lengths and token types": encoder_batch([11, 3, 7], 11, token_types=True),
                       "mask with holes": encoder_batch([6, 4], 6, holes=True)}
     with tempfile.TemporaryDirectory(prefix="wgml_encoder_ops_") as work:
-        cases = [("bert_tiny_ort_optimised", ENCODER, encoder_inputs)]
-        for name, make in OP_CASES.items():
-            m, inputs = make()
-            path = os.path.join(work, f"{name}.onnx")
-            onnx.save(m, path)
-            cases.append((name, path, {"random": inputs}))
+        cases = [("bert_tiny_ort_optimised", ENCODER, encoder_inputs)] + saved_cases(op_models(OP_CASES), work)
         failures = compare_cases(cases, args.wgml, args.device, TOLERANCE, args.only, ALLOWED_CPU_OPS)
     print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
     sys.exit(1 if failures else 0)
