@@ -670,7 +670,11 @@ class Planner {
         const Value* member = value->member(use.member);
         value = member ? std::optional<Value>(*member) : std::nullopt;
       }
-      key += "|" + use.name + (use.member.empty() ? "" : "." + use.member) + "=" + (value ? value->repr() : "?");
+      key += '|';
+      key += use.name;
+      key += '.';
+      key += use.member;
+      if (value) value->append_key(key);
     }
     if (auto cached = renders_->find(key)) return cached;
     return renders_->insert(key, pass.shader_template->render(context));

@@ -103,6 +103,46 @@ std::string Value::repr() const {
   return to_text();
 }
 
+namespace {
+
+template <class T>
+void append_raw(std::string& key, T v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void append_text(std::string& key, std::string_view text) {
+  append_raw(key, static_cast<uint64_t>(text.size()));
+  key.append(text);
+}
+
+}  // namespace
+
+void Value::append_key(std::string& key) const {
+  key += static_cast<char>(kind());
+  switch (kind()) {
+    case Kind::Bool:
+      key += as_bool() ? '1' : '0';
+      return;
+    case Kind::Int:
+      return append_raw(key, as_int());
+    case Kind::Float:
+      return append_raw(key, as_number());
+    case Kind::String:
+      return append_text(key, as_string());
+    case Kind::List:
+      append_raw(key, static_cast<uint64_t>(as_list().size()));
+      for (const Value& item : as_list()) item.append_key(key);
+      return;
+    case Kind::Object:
+      append_raw(key, static_cast<uint64_t>(as_object().size()));
+      for (const auto& [name, item] : as_object()) {
+        append_text(key, name);
+        item.append_key(key);
+      }
+      return;
+  }
+}
+
 bool operator==(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
     if (a.is_int() && b.is_int()) return a.as_int() == b.as_int();

@@ -58,6 +58,9 @@ class Value {
   std::string to_text() const;
   // Like to_text, but strings quoted: for error messages and `wgml spec render`.
   std::string repr() const;
+  // Appends an encoding of the value that tells any two values apart (kind, raw bits, lengths): for
+  // cache keys on the hot path, where repr's number formatting costs more than the lookup.
+  void append_key(std::string& key) const;
 
   friend bool operator==(const Value& a, const Value& b);
 

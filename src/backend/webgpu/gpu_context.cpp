@@ -47,21 +47,42 @@ std::string tunables_file(const GpuOptions& options, const gpu::AdapterDescripti
   return std::filesystem::exists(path) ? path : "";
 }
 
-// Everything a plan depends on besides the spec and the device.
+// Everything a plan depends on besides the spec and the device, in an encoding that is cheap to
+// build: it is made for every dispatch (kernel::Value::append_key).
 std::string request_key(const kernel::KernelSpec& spec, const kernel::KernelRequest& r) {
-  std::string key = spec.file + "|" + spec.qualified_name();
-  auto add_tensors = [&](const char* tag, const std::map<std::string, kernel::TensorDesc>& tensors) {
+  std::string key;
+  key.reserve(256);
+  auto add = [&](char tag, const std::string& name) {
+    const auto size = static_cast<uint32_t>(name.size());
+    key += tag;
+    key.append(reinterpret_cast<const char*>(&size), sizeof size);
+    key += name;
+  };
+  auto add_tensors = [&](char tag, const std::map<std::string, kernel::TensorDesc>& tensors) {
     for (const auto& [name, t] : tensors) {
-      key += std::string("|") + tag + name + ":" + std::string(dtype_name(t.dtype));
-      for (int64_t d : t.shape) key += "," + std::to_string(d);
+      add(tag, name);
+      key += static_cast<char>(t.dtype);
+      key += static_cast<char>(t.shape.size());
+      key.append(reinterpret_cast<const char*>(t.shape.data()), t.shape.size() * sizeof(int64_t));
     }
   };
-  add_tensors("i", r.inputs);
-  add_tensors("o", r.outputs);
-  for (const std::string& name : r.wanted_outputs) key += "|w" + name;
-  for (const auto& [name, value] : r.attributes) key += "|a" + name + "=" + value.repr();
-  for (const auto& [name, values] : r.input_values) key += "|v" + name + "=" + kernel::Value(values).repr();
-  for (const auto& [input, output] : r.may_alias) key += "|m" + input + ">" + output;
+  add('s', spec.file);
+  add('n', spec.qualified_name());
+  add_tensors('i', r.inputs);
+  add_tensors('o', r.outputs);
+  for (const std::string& name : r.wanted_outputs) add('w', name);
+  for (const auto& [name, value] : r.attributes) {
+    add('a', name);
+    value.append_key(key);
+  }
+  for (const auto& [name, values] : r.input_values) {
+    add('v', name);
+    kernel::Value(values).append_key(key);
+  }
+  for (const auto& [input, output] : r.may_alias) {
+    add('m', input);
+    add('>', output);
+  }
   return key;
 }
 
