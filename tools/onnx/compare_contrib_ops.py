@@ -8,7 +8,10 @@ One model per op and variant: FastGelu with and without its bias, BiasGelu, Quic
 (transA, transB, alpha, batched), SkipLayerNormalization (with beta and bias, the input+skip sum
 output) and SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization (ai.onnx domain, as ONNX
 Runtime registers it), MatMulNBits (4-bit with the default zero point and with packed uint8 zero
-points, 8-bit, 2-bit, a bias input; block sizes 32 and 128). Inputs are random with a fixed seed.
+points, 8-bit, 2-bit, a bias input; block sizes 32 and 128), MatMulIntegerToFloat (uint8 and int8
+operands, per-tensor and per-column scales and zero points, a bias) and DynamicQuantizeMatMul (A
+quantized at run time; B per tensor or per column, with and without zero points and bias). Inputs
+are random with a fixed seed.
 """
 import os
 import sys
@@ -102,6 +105,51 @@ def mat_mul_n_bits(k, n, bits, block, zero_points=False, bias=False):
     return model([node], [("a", [2, 3, k])], ["y"], params), {"a": normal(2, 3, k)}
 
 
+def integer_matrix(dtype, *shape, rng):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
+
+
+def integer_b_operands(k, n, dtype, per_column, zero_point, bias, rng):
+    """B [K, N] of `dtype` with b_scale (and b_zero_point, bias) per tensor or per column."""
+    columns = (n,) if per_column else ()
+    params = [("b", integer_matrix(dtype, k, n, rng=rng)),
+              ("b_scale", rng.uniform(0.001, 0.01, size=columns).astype(np.float32))]
+    params.append(("b_zero_point", integer_matrix(dtype, *columns, rng=rng) if zero_point else None))
+    params.append(("bias", normal(n) if bias else None))
+    return params
+
+
+def node_inputs(params):
+    """Input names in order, "" for an absent optional; the initializers that are present."""
+    return [name if value is not None else "" for name, value in params], [(n, v) for n, v in params if v is not None]
+
+
+def mat_mul_integer_to_float(a_dtype, b_dtype, per_column, zero_points, bias):
+    rng = np.random.default_rng(7 + per_column + 2 * zero_points + 4 * bias)
+    a_shape, k, n = [2, 3, 16], 16, 5
+    b = integer_b_operands(k, n, b_dtype, per_column, zero_points, bias, rng)
+    params = [b[0], ("a_scale", np.float32(0.02)), b[1],
+              ("a_zero_point", integer_matrix(a_dtype, rng=rng) if zero_points else None), b[2], b[3]]
+    names, initializers = node_inputs(params)
+    node = helper.make_node("MatMulIntegerToFloat", ["a"] + names, ["y"], domain=MS)
+    g = helper.make_graph([node], "contrib", [helper.make_tensor_value_info("a", helper.np_dtype_to_tensor_dtype(np.dtype(a_dtype)), a_shape)],
+                          [helper.make_tensor_value_info("y", FLOAT, None)],
+                          [numpy_helper.from_array(np.asarray(v), name) for name, v in initializers])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    m.ir_version = 8
+    return m, {"a": integer_matrix(a_dtype, *a_shape, rng=rng)}
+
+
+def dynamic_quantize_mat_mul(b_dtype, per_column, zero_point, bias):
+    rng = np.random.default_rng(11 + per_column + 2 * zero_point + 4 * bias)
+    k, n = 32, 6
+    names, initializers = node_inputs(integer_b_operands(k, n, b_dtype, per_column, zero_point, bias, rng))
+    node = helper.make_node("DynamicQuantizeMatMul", ["a"] + names, ["y"], domain=MS)
+    initializers = [(name, np.asarray(v)) for name, v in initializers]
+    return model([node], [("a", [2, 3, k])], ["y"], initializers), {"a": normal(2, 3, k, scale=2)}
+
+
 def with_kind(case):
     model, inputs = case
     return model, {"random": inputs}
@@ -124,6 +172,12 @@ CASES = {
     "mat_mul_4bit_block_128_bias": lambda: mat_mul_n_bits(256, 6, 4, 128, bias=True),
     "mat_mul_8bit_zero_points": lambda: mat_mul_n_bits(64, 8, 8, 32, zero_points=True),
     "mat_mul_2bit": lambda: mat_mul_n_bits(128, 4, 2, 64),
+    "mat_mul_integer_to_float_u8": lambda: mat_mul_integer_to_float(np.uint8, np.uint8, False, True, False),
+    "mat_mul_integer_to_float_s8_columns_bias": lambda: mat_mul_integer_to_float(np.uint8, np.int8, True, True, True),
+    "mat_mul_integer_to_float_no_zero_points": lambda: mat_mul_integer_to_float(np.int8, np.int8, True, False, False),
+    "dynamic_quantize_mat_mul": lambda: dynamic_quantize_mat_mul(np.int8, False, False, False),
+    "dynamic_quantize_mat_mul_columns_bias": lambda: dynamic_quantize_mat_mul(np.int8, True, False, True),
+    "dynamic_quantize_mat_mul_u8_zero_points": lambda: dynamic_quantize_mat_mul(np.uint8, True, True, True),
 }
 
 

@@ -6,7 +6,8 @@ fuzz_tensor_proto.cpp).
 
 Small models (a few hundred bytes each) that reach the loader's main paths: initializers and
 Constant nodes, dynamic dims and shape arithmetic, convolution and pooling, a kept ai.onnx op,
-subgraphs (If, Loop), attention, and an external-data reference. TensorProto files (`wgml run
+subgraphs (If, Loop), attention, ONNX Runtime's contrib ops (a chain of SkipLayerNormalization,
+MatMulNBits, FastGelu and DynamicQuantizeMatMul), and an external-data reference. TensorProto files (`wgml run
 --input x=x.pb`) in each way a tensor's elements can be stored: raw_data, the typed fields
 (float_data, int32_data for narrow types, int64_data, double_data), and external data.
 """
@@ -90,6 +91,24 @@ def attention():
                  [vi("y", F, [1, 2, 3, 4])], opset=23)
 
 
+def contrib_ops():
+    """x -> SkipLayerNormalization -> MatMulNBits (4-bit, K 32, N 8) -> FastGelu -> DynamicQuantizeMatMul."""
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(v, n) for n, v in (
+        ("gamma", np.ones(32, np.float32)), ("beta", np.zeros(32, np.float32)),
+        ("nbits_b", rng.integers(0, 256, size=(8, 1, 16), dtype=np.uint8)),
+        ("nbits_scales", np.full(8, 0.05, np.float32)),
+        ("b", rng.integers(-128, 128, size=(8, 4), dtype=np.int8)), ("b_scale", np.float32(0.01)))]
+    ms = "com.microsoft"
+    nodes = [helper.make_node("SkipLayerNormalization", ["x", "x", "gamma", "beta"], ["normed"], domain=ms),
+             helper.make_node("MatMulNBits", ["normed", "nbits_b", "nbits_scales"], ["projected"], domain=ms,
+                              K=32, N=8, bits=4, block_size=32),
+             helper.make_node("FastGelu", ["projected"], ["activated"], domain=ms),
+             helper.make_node("DynamicQuantizeMatMul", ["activated", "b", "b_scale"], ["y"], domain=ms)]
+    graph = helper.make_graph(nodes, "contrib_ops", [vi("x", F, [1, 2, 32])], [vi("y", F, [1, 2, 4])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)], ir_version=8)
+
+
 def external_data():
     w = TensorProto(name="w", data_type=F, dims=[2])
     w.data_location = TensorProto.EXTERNAL
@@ -124,7 +143,7 @@ def write(path, data):
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for make in (dense, shape_arithmetic, conv_pool, resize, branches, loop, attention, external_data):
+    for make in (dense, shape_arithmetic, conv_pool, resize, branches, loop, attention, contrib_ops, external_data):
         write(os.path.join(out, f"{make.__name__}.onnx"), make().SerializeToString())
     if len(sys.argv) > 2:
         os.makedirs(sys.argv[2], exist_ok=True)

@@ -1,6 +1,8 @@
 // Linear quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul and
-// MatMulInteger as mlx arithmetic (divide, round half to even, add, clip, cast). Scales and zero
-// points are per tensor, per axis or per block, as ONNX defines them.
+// MatMulInteger, and ONNX Runtime's MatMulIntegerToFloat and DynamicQuantizeMatMul (com.microsoft),
+// as mlx arithmetic (divide, round half to even, add, clip, cast). Scales and zero points are per
+// tensor, per axis or per block, as ONNX defines them.
+#include <algorithm>
 #include <limits>
 
 #include "frontend/onnx/lowering.h"
@@ -100,12 +102,15 @@ Tid reduce_all(NodeLowering& n, Tid x, bool max) {
   return out;
 }
 
-// uint8 quantization whose range covers x and 0: scale = (max - min) / 255 (1 / 255 for an
-// all-zero x), zero point = saturate(round(-min / scale)).
-void dynamic_quantize_linear(NodeLowering& n) {
-  const Value& x = n.in(0);
+// x (float32) quantized to uint8 with a range that covers x and 0: scale = (max - min) / 255
+// (1 / 255 for an all-zero x), zero point = saturate(round(-min / scale)); the quantized values and
+// the zero point as float32 integers in [0, 255].
+struct DynamicQuantized {
+  Tid values, scale, zero_point;
+};
+
+DynamicQuantized quantize_dynamically(NodeLowering& n, Tid xt) {
   const DType f = DType::Float32;
-  const Tid xt = n.cast(n.in_tensor(0), x.dtype, f);
   const Tid zero = n.scalar(0, f);
   const Tid hi = n.binary<MaximumNode>(reduce_all(n, xt, true), zero);
   const Tid lo = n.binary<MinimumNode>(reduce_all(n, xt, false), zero);
@@ -115,10 +120,15 @@ void dynamic_quantize_linear(NodeLowering& n) {
   const Tid initial_zero = n.binary<SubtractNode>(zero, n.binary<DivideNode>(lo, scale));
   const Tid zero_point = n.unary<RoundNode>(clip_op(n, initial_zero, n.scalar(0, f), n.scalar(255, f)));
   const Tid shifted = n.binary<AddNode>(n.unary<RoundNode>(n.binary<DivideNode>(xt, scale)), zero_point);
-  const Tid y = n.convert(clip_op(n, shifted, n.scalar(0, f), n.scalar(255, f)), DType::UInt8);
-  n.set_output(0, y, DType::UInt8, x.dims);
-  n.set_output(1, n.cast(scale, f, x.dtype), x.dtype, {});
-  n.set_output(2, n.convert(zero_point, DType::UInt8), DType::UInt8, {});
+  return {clip_op(n, shifted, n.scalar(0, f), n.scalar(255, f)), scale, zero_point};
+}
+
+void dynamic_quantize_linear(NodeLowering& n) {
+  const Value& x = n.in(0);
+  const DynamicQuantized q = quantize_dynamically(n, n.cast(n.in_tensor(0), x.dtype, DType::Float32));
+  n.set_output(0, n.convert(q.values, DType::UInt8), DType::UInt8, x.dims);
+  n.set_output(1, n.cast(q.scale, DType::Float32, x.dtype), x.dtype, {});
+  n.set_output(2, n.convert(q.zero_point, DType::UInt8), DType::UInt8, {});
 }
 
 // (a - a_zero) for a matrix operand: a per-row zero point of A (or per-column of B) broadcasts
@@ -209,6 +219,60 @@ void q_linear_conv(NodeLowering& n) {
   n.set_output(0, requantize(n, n.binary<MultiplyNode>(n.g.tensor(y), rescale), DType::Float32, zero_point, out), out, y.dims);
 }
 
+// Input `input` as float32, where the node has it; else none.
+std::optional<Tid> optional_float(NodeLowering& n, size_t input) {
+  if (!n.has_input(input)) return std::nullopt;
+  return n.cast(n.in_tensor(input), n.in(input).dtype, DType::Float32);
+}
+
+bool holds_one_value(const Value& v) {
+  return std::all_of(v.dims.begin(), v.dims.end(), [](int64_t d) { return d == 1; });
+}
+
+// Input `input` as float32, which must hold one value (a per-tensor scale or zero point of A).
+Tid one_value(NodeLowering& n, size_t input, const char* what) {
+  if (!holds_one_value(n.in(input))) n.unsupported(std::string(what) + " with more than one value (per-row quantization of A)");
+  return n.cast(n.in_tensor(input), n.in(input).dtype, DType::Float32);
+}
+
+// ONNX Runtime's integer products rescaled to floats (com.microsoft MatMulIntegerToFloat and
+// DynamicQuantizeMatMul): (a - a_zero) @ (B - b_zero) * a_scale * b_scale + bias, B [K, N] of int8
+// or uint8 with b_scale and b_zero per tensor or per column. `a_centered` is a - a_zero as float32
+// integers; their products add up exactly in float32 while they stay below 2^24.
+void integer_product_to_float(NodeLowering& n, const Value& a, Tid a_centered, Tid a_scale, size_t b_input, size_t b_scale_input,
+                              size_t b_zero_input, size_t bias_input) {
+  const Value& b = n.in(b_input);
+  if (a.rank() < 2 || b.rank() != 2) n.unsupported("operands other than A of rank >= 2 and a matrix B");
+  const Value& b_scale = n.in(b_scale_input);
+  if (!holds_one_value(b_scale) && !(b_scale.rank() == 1 && b_scale.dims[0] == b.dims[1] && b.dims[1] != kUnknownDim))
+    n.fail("b_scale of one value or one per column of B");
+  Tid b_centered = n.cast(n.in_tensor(b_input), b.dtype, DType::Float32);
+  if (const auto zero = optional_float(n, b_zero_input)) b_centered = n.binary<SubtractNode>(b_centered, *zero);
+  const Tid scale = n.binary<MultiplyNode>(a_scale, n.cast(n.in_tensor(b_scale_input), b_scale.dtype, DType::Float32));
+  Tid y = n.binary<MultiplyNode>(matmul_op(n, a_centered, b_centered), scale);
+  if (const auto bias = optional_float(n, bias_input)) y = n.binary<AddNode>(y, *bias);
+  Dims dims = a.dims;
+  dims.back() = b.dims[1];
+  n.set_output(0, n.cast(y, DType::Float32, b_scale.dtype), b_scale.dtype, dims);
+}
+
+// MatMulIntegerToFloat: A, B, a_scale, b_scale, a_zero_point, b_zero_point, bias.
+void mat_mul_integer_to_float(NodeLowering& n) {
+  const Value& a = n.in(0);
+  Tid a_centered = n.cast(n.in_tensor(0), a.dtype, DType::Float32);
+  if (n.has_input(4)) a_centered = n.binary<SubtractNode>(a_centered, one_value(n, 4, "a_zero_point"));
+  integer_product_to_float(n, a, a_centered, one_value(n, 2, "a_scale"), 1, 3, 5, 6);
+}
+
+// DynamicQuantizeMatMul: A (float) quantized to uint8 as DynamicQuantizeLinear does, then
+// MatMulIntegerToFloat with B, b_scale, b_zero_point, bias.
+void dynamic_quantize_mat_mul(NodeLowering& n) {
+  const Value& a = n.in(0);
+  if (!is_floating(a.dtype)) n.fail("a floating-point A");
+  const DynamicQuantized q = quantize_dynamically(n, n.cast(n.in_tensor(0), a.dtype, DType::Float32));
+  integer_product_to_float(n, a, n.binary<SubtractNode>(q.values, q.zero_point), q.scale, 1, 2, 3, 4);
+}
+
 }  // namespace
 
 void add_quant_rules(std::vector<OpRule>& r) {
@@ -219,6 +283,8 @@ void add_quant_rules(std::vector<OpRule>& r) {
   r.push_back({"", "QLinearMatMul", 10, q_linear_mat_mul});
   r.push_back({"", "ConvInteger", 10, conv_integer});
   r.push_back({"", "QLinearConv", 10, q_linear_conv});
+  r.push_back({"com.microsoft", "MatMulIntegerToFloat", 1, mat_mul_integer_to_float});
+  r.push_back({"com.microsoft", "DynamicQuantizeMatMul", 1, dynamic_quantize_mat_mul});
 }
 
 }  // namespace wgml::frontend::onnx

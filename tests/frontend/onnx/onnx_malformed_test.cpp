@@ -104,6 +104,27 @@ TEST(OnnxMalformed, OperandsOfDifferentDtypesNameTheNode) {
   EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'mixed' (Add)"), HasSubstr("float32 and int64")));
 }
 
+// ONNX Runtime's integer products check B's scale against B: one that is neither one value nor one
+// per column of B names the node.
+TEST(OnnxMalformed, AnIntegerProductScaleThatFitsNoColumnOfB) {
+  OnnxModel m;
+  ::onnx::OperatorSetIdProto* contrib = m.proto().add_opset_import();
+  contrib->set_domain("com.microsoft");
+  contrib->set_version(1);
+  m.input("a", kFloat, {2, 4}).output("y", kFloat, {2, 3});
+  ::onnx::TensorProto* b = m.graph().add_initializer();
+  b->set_name("b");
+  b->set_data_type(::onnx::TensorProto::INT8);
+  b->add_dims(4);
+  b->add_dims(3);
+  b->set_raw_data(std::string(12, '\1'));
+  m.initializer("b_scale", std::vector<float>{0.1f, 0.2f}, {2});
+  m.node("DynamicQuantizeMatMul", {"a", "b", "b_scale"}, {"y"}, "dqmm").set_domain("com.microsoft");
+  const Error e = load_error(m.write(fresh_directory("dqmm")));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'dqmm' (DynamicQuantizeMatMul)"), HasSubstr("b_scale of one value")));
+}
+
 TEST(OnnxMalformed, AnAttributeOfTheWrongType) {
   OnnxModel m;
   m.input("x", kFloat, {2, 3}).output("y", kFloat, {2, 3});
