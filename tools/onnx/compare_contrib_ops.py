@@ -10,8 +10,10 @@ output) and SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization (ai.o
 Runtime registers it), MatMulNBits (4-bit with the default zero point and with packed uint8 zero
 points, 8-bit, 2-bit, a bias input; block sizes 32 and 128), MatMulIntegerToFloat (uint8 and int8
 operands, per-tensor and per-column scales and zero points, a bias) and DynamicQuantizeMatMul (A
-quantized at run time; B per tensor or per column, with and without zero points and bias). Inputs
-are random with a fixed seed.
+quantized at run time; B per tensor or per column, with and without zero points and bias),
+MultiHeadAttention (self attention with a bias, cross attention with a key padding mask and an
+attention bias, key and value given as heads, a KV cache with unidirectional masking and the
+present outputs). Inputs are random with a fixed seed.
 """
 import os
 import sys
@@ -150,6 +152,37 @@ def dynamic_quantize_mat_mul(b_dtype, per_column, zero_point, bias):
     return model([node], [("a", [2, 3, k])], ["y"], initializers), {"a": normal(2, 3, k, scale=2)}
 
 
+def multi_head_attention(q_len, kv_shape, bias=False, key_mask=None, attention_bias=False, past=0, unidirectional=0):
+    """MultiHeadAttention with 2 heads of size 8 over query [2, q_len, 16]; kv_shape is key's and
+    value's ([2, L, 16], or [2, 2, L, 8] as heads); key_mask "lengths" ([B]) or "rows" ([B, L])."""
+    batch, heads, size = 2, 2, 8
+    keys = kv_shape[-2] if len(kv_shape) == 4 else kv_shape[1]
+    inputs = {"query": normal(batch, q_len, heads * size), "key": normal(*kv_shape), "value": normal(*kv_shape)}
+    params = []
+    names = ["query", "key", "value"]
+    if bias:
+        params.append(("bias", normal(3 * heads * size)))
+    names.append("bias" if bias else "")
+    total = past + keys
+    if key_mask == "lengths":
+        params.append(("key_padding_mask", np.array([total, total - 2], np.int32)))
+    elif key_mask == "rows":
+        rows = np.ones((batch, total), np.int32)
+        rows[1, -3:] = 0
+        params.append(("key_padding_mask", rows))
+    names.append("key_padding_mask" if key_mask else "")
+    if attention_bias:
+        params.append(("attention_bias", normal(1, heads, q_len, total)))
+    names.append("attention_bias" if attention_bias else "")
+    if past:
+        inputs["past_key"] = normal(batch, heads, past, size)
+        inputs["past_value"] = normal(batch, heads, past, size)
+        names += ["past_key", "past_value"]
+    outputs = ["y", "present_key", "present_value"] if past else ["y"]
+    node = helper.make_node("MultiHeadAttention", names, outputs, domain=MS, num_heads=heads, unidirectional=unidirectional)
+    return model([node], [(n, list(v.shape)) for n, v in inputs.items()], outputs, params), inputs
+
+
 def with_kind(case):
     model, inputs = case
     return model, {"random": inputs}
@@ -178,6 +211,11 @@ CASES = {
     "dynamic_quantize_mat_mul": lambda: dynamic_quantize_mat_mul(np.int8, False, False, False),
     "dynamic_quantize_mat_mul_columns_bias": lambda: dynamic_quantize_mat_mul(np.int8, True, False, True),
     "dynamic_quantize_mat_mul_u8_zero_points": lambda: dynamic_quantize_mat_mul(np.uint8, True, True, True),
+    "multi_head_attention_bias": lambda: multi_head_attention(4, [2, 4, 16], bias=True),
+    "multi_head_attention_cross_masks": lambda: multi_head_attention(3, [2, 5, 16], key_mask="rows", attention_bias=True),
+    "multi_head_attention_key_lengths": lambda: multi_head_attention(3, [2, 6, 16], bias=True, key_mask="lengths"),
+    "multi_head_attention_heads_kv": lambda: multi_head_attention(3, [2, 2, 5, 8]),
+    "multi_head_attention_past": lambda: multi_head_attention(2, [2, 2, 16], bias=True, past=3, unidirectional=1),
 }
 
 

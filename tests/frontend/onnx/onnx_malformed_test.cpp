@@ -125,6 +125,21 @@ TEST(OnnxMalformed, AnIntegerProductScaleThatFitsNoColumnOfB) {
   EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'dqmm' (DynamicQuantizeMatMul)"), HasSubstr("b_scale of one value")));
 }
 
+// MultiHeadAttention's query must split into num_heads heads.
+TEST(OnnxMalformed, AnAttentionQueryThatSplitsIntoNoHeads) {
+  OnnxModel m;
+  ::onnx::OperatorSetIdProto* contrib = m.proto().add_opset_import();
+  contrib->set_domain("com.microsoft");
+  contrib->set_version(1);
+  m.input("q", kFloat, {1, 2, 10}).input("k", kFloat, {1, 3, 10}).input("v", kFloat, {1, 3, 10}).output("y", kFloat, {1, 2, 10});
+  ::onnx::NodeProto& node = m.node("MultiHeadAttention", {"q", "k", "v"}, {"y"}, "mha");
+  node.set_domain("com.microsoft");
+  set_attr(node, "num_heads", int64_t{4});
+  const Error e = load_error(m.write(fresh_directory("mha")));
+  EXPECT_EQ(e.code(), ErrorCode::InvalidProgram);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'mha' (MultiHeadAttention)"), HasSubstr("divisible by num_heads")));
+}
+
 TEST(OnnxMalformed, AnAttributeOfTheWrongType) {
   OnnxModel m;
   m.input("x", kFloat, {2, 3}).output("y", kFloat, {2, 3});
