@@ -2,6 +2,7 @@
 
 #include "backend/webgpu/host_packing.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "wgml/error.h"
@@ -17,6 +18,11 @@ Tensor GpuTensorData::read_decoded(uint64_t offset, uint64_t bytes, const Shape&
   std::vector<uint8_t> words(raw.size());
   std::memcpy(words.data(), raw.data(), raw.size());
   return decode_from_gpu(words, storage_, shape);
+}
+
+gpu::BufferRange GpuTensorData::binding() const {
+  const uint64_t whole = std::min(buffer_->capacity(), context_->caps().max_storage_binding_bytes & ~uint64_t{3});
+  return buffer_->range(0, std::max(whole, buffer_->size()));
 }
 
 void GpuTensorData::download(uint8_t* out, size_t nbytes) const {

@@ -27,6 +27,11 @@ class GpuTensorData final : public DeviceData {
   const GpuContext* context() const { return context_.get(); }
   const std::shared_ptr<gpu::PooledBuffer>& buffer() const { return buffer_; }
   gpu::BufferRange range() const { return buffer_->range(); }
+  // The range a kernel binds: the whole buffer (its size class, capped at the device's largest
+  // storage binding), not just this tensor's bytes, so that a bind group made for the buffer
+  // serves every later tensor lent it, such as an attention scratch that grows with the KV length.
+  // Kernels bound-check against their params, never the binding's length.
+  gpu::BufferRange binding() const;
   const kernel::StorageType& storage() const { return storage_; }
 
   // The same value in another storage, made earlier (a quantized weight's scales: widened for the

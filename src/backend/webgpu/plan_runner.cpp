@@ -36,7 +36,7 @@ void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kern
   const gpu::Kernel& kernel = found ? *found : context.add_kernel(pass, kernel_source_of(plan, pass));
   std::vector<gpu::BufferRange> ranges;
   for (const kernel::PlanBinding& b : pass.bindings)
-    if (b.role != kernel::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->range());
+    if (b.role != kernel::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->binding());
   const gpu::Grid grid{pass.dispatch[0], pass.dispatch[1], pass.dispatch[2]};
   if (grid.workgroups() == 0) return;
   context.recorder().dispatch(
