@@ -104,13 +104,18 @@ TEST(OnnxMalformed, OperandsOfDifferentDtypesNameTheNode) {
   EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'mixed' (Add)"), HasSubstr("float32 and int64")));
 }
 
+// Lets the model use ONNX Runtime's contrib ops (domain com.microsoft, version 1).
+void import_contrib_ops(OnnxModel& m) {
+  ::onnx::OperatorSetIdProto* contrib = m.proto().add_opset_import();
+  contrib->set_domain("com.microsoft");
+  contrib->set_version(1);
+}
+
 // ONNX Runtime's integer products check B's scale against B: one that is neither one value nor one
 // per column of B names the node.
 TEST(OnnxMalformed, AnIntegerProductScaleThatFitsNoColumnOfB) {
   OnnxModel m;
-  ::onnx::OperatorSetIdProto* contrib = m.proto().add_opset_import();
-  contrib->set_domain("com.microsoft");
-  contrib->set_version(1);
+  import_contrib_ops(m);
   m.input("a", kFloat, {2, 4}).output("y", kFloat, {2, 3});
   ::onnx::TensorProto* b = m.graph().add_initializer();
   b->set_name("b");
@@ -128,9 +133,7 @@ TEST(OnnxMalformed, AnIntegerProductScaleThatFitsNoColumnOfB) {
 // MultiHeadAttention's query must split into num_heads heads.
 TEST(OnnxMalformed, AnAttentionQueryThatSplitsIntoNoHeads) {
   OnnxModel m;
-  ::onnx::OperatorSetIdProto* contrib = m.proto().add_opset_import();
-  contrib->set_domain("com.microsoft");
-  contrib->set_version(1);
+  import_contrib_ops(m);
   m.input("q", kFloat, {1, 2, 10}).input("k", kFloat, {1, 3, 10}).input("v", kFloat, {1, 3, 10}).output("y", kFloat, {1, 2, 10});
   ::onnx::NodeProto& node = m.node("MultiHeadAttention", {"q", "k", "v"}, {"y"}, "mha");
   node.set_domain("com.microsoft");
