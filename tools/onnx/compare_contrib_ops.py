@@ -4,16 +4,16 @@
 
     .venv/bin/python tools/onnx/compare_contrib_ops.py --wgml build/tools/cli/wgml [--device cpu|webgpu]
 
-One model per op and variant: FastGelu with and without its bias, BiasGelu, QuickGelu, FusedMatMul
-(transA, transB, alpha, batched), SkipLayerNormalization (with beta and bias, the input+skip sum
-output) and SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization (ai.onnx domain, as ONNX
-Runtime registers it), MatMulNBits (4-bit with the default zero point and with packed uint8 zero
-points, 8-bit, 2-bit, a bias input; block sizes 32 and 128), MatMulIntegerToFloat (uint8 and int8
-operands, per-tensor and per-column scales and zero points, a bias) and DynamicQuantizeMatMul (A
-quantized at run time; B per tensor or per column, with and without zero points and bias),
-MultiHeadAttention (self attention with a bias, cross attention with a key padding mask and an
-attention bias, key and value given as heads, a KV cache with unidirectional masking and the
-present outputs). Inputs are random with a fixed seed.
+One model per op and variant: Gelu, FastGelu with and without its bias, BiasGelu, QuickGelu,
+FusedMatMul (transA, transB, alpha, batched), SkipLayerNormalization (with beta and bias, the
+input+skip sum output) and SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization and
+LayerNormalization before opset 17 (ai.onnx domain, as ONNX Runtime registers them), MatMulNBits
+(4-bit with the default zero point and with packed uint8 zero points, 8-bit, 2-bit, a bias input;
+block sizes 32 and 128), MatMulIntegerToFloat (uint8 and int8 operands, per-tensor and per-column
+scales and zero points, a bias) and DynamicQuantizeMatMul (A quantized at run time; B per tensor or
+per column, with and without zero points and bias), MultiHeadAttention (self attention with a bias,
+cross attention with a key padding mask and an attention bias, key and value given as heads, a KV
+cache with unidirectional masking and the present outputs). Inputs are random with a fixed seed.
 """
 import os
 import sys
@@ -33,12 +33,12 @@ def normal(*shape, scale=1.0):
     return (scale * RNG.normal(size=shape)).astype(np.float32)
 
 
-def model(nodes, inputs, outputs, initializers=()):
-    """A model importing ai.onnx 17 and com.microsoft 1; inputs/outputs are (name, shape) of float."""
+def model(nodes, inputs, outputs, initializers=(), opset=17):
+    """A model importing ai.onnx `opset` and com.microsoft 1; inputs/outputs are (name, shape) of float."""
     g = helper.make_graph(nodes, "contrib", [helper.make_tensor_value_info(n, FLOAT, s) for n, s in inputs],
                           [helper.make_tensor_value_info(n, FLOAT, None) for n in outputs],
                           [numpy_helper.from_array(v, n) for n, v in initializers])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
     m.ir_version = 8
     return m
 
@@ -68,6 +68,13 @@ def skip_norm(op, with_beta):
 def simplified_layer_norm():
     node = helper.make_node("SimplifiedLayerNormalization", ["x", "scale"], ["y"], axis=-1, epsilon=1e-6)
     return model([node], [("x", [2, 3, 16])], ["y"], [("scale", normal(16))]), {"x": normal(2, 3, 16, scale=3)}
+
+
+def layer_norm_before_opset_17():
+    """LayerNormalization at ai.onnx opset 13: ONNX Runtime's contrib registration of it."""
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], axis=-1, epsilon=1e-5)
+    params = [("scale", normal(16)), ("bias", normal(16))]
+    return model([node], [("x", [2, 3, 16])], ["y"], params, opset=13), {"x": normal(2, 3, 16, scale=3)}
 
 
 def quantized(k, n, bits, block, rng):
@@ -189,6 +196,7 @@ def with_kind(case):
 
 
 CASES = {
+    "gelu": lambda: unary("Gelu", [2, 3, 8]),
     "fast_gelu": lambda: unary("FastGelu", [2, 3, 8]),
     "fast_gelu_bias": lambda: unary("FastGelu", [2, 3, 8], [("bias", normal(8))]),
     "bias_gelu": lambda: unary("BiasGelu", [2, 3, 8], [("bias", normal(8))]),
@@ -200,6 +208,7 @@ CASES = {
     "skip_layer_norm": lambda: skip_norm("SkipLayerNormalization", True),
     "skip_simplified_layer_norm": lambda: skip_norm("SkipSimplifiedLayerNormalization", False),
     "simplified_layer_norm": simplified_layer_norm,
+    "layer_norm_opset_13": layer_norm_before_opset_17,
     "mat_mul_4bit": lambda: mat_mul_n_bits(64, 8, 4, 32),
     "mat_mul_4bit_zero_points": lambda: mat_mul_n_bits(96, 8, 4, 32, zero_points=True),
     "mat_mul_4bit_block_128_bias": lambda: mat_mul_n_bits(256, 6, 4, 128, bias=True),

@@ -35,6 +35,12 @@ void bias_gelu(NodeLowering& n) {
                broadcast_dims(a.dims, n.in(1).dims));
 }
 
+// Gelu (com.microsoft, what ONNX Runtime's optimizer fuses the erf form into): exact Gelu of X.
+void exact_gelu(NodeLowering& n) {
+  const Value& x = n.in(0);
+  n.set_output(0, gelu_of(n, n.in_tensor(0), "none"), x.dtype, x.dims);
+}
+
 // QuickGelu: x * sigmoid(alpha * x).
 void quick_gelu(NodeLowering& n) {
   const Value& v = n.in(0);
@@ -136,6 +142,7 @@ void mat_mul_n_bits(NodeLowering& n) {
 
 void add_contrib_rules(std::vector<OpRule>& r) {
   auto add = [&](const char* op, LowerFn f) { r.push_back({kMicrosoft, op, 1, f}); };
+  add("Gelu", exact_gelu);
   add("FastGelu", fast_gelu);
   add("BiasGelu", bias_gelu);
   add("QuickGelu", quick_gelu);

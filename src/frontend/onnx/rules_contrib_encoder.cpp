@@ -86,6 +86,8 @@ Tid allowed_keys(NodeLowering& n, IntOrVid keys, size_t input) {
       // Ends are the first B entries; starts the next B, or 0 where mask_index holds only ends (the
       // mask padded with B zeros makes both cases one slice).
       const int64_t batch = n.in(0).dims[0];
+      if (batch >= 0 && m.dims[0] == 3 * batch + 2)
+        n.unsupported("a mask of 3 * batch + 2 entries (cumulative sequence lengths)");
       if (batch >= 0 && m.dims[0] >= 0 && m.dims[0] != batch && m.dims[0] != 2 * batch)
         n.fail("a 1-D mask_index of batch or 2 * batch entries");
       const IntOrVid b = n.g.shape_of(n.in(0))[0];

@@ -780,6 +780,9 @@ void add_nn_rules(std::vector<OpRule>& r) {
   add("BatchNormalization", legacy_batch_normalization);
   add("BatchNormalization", batch_normalization, 7);
   add("InstanceNormalization", instance_normalization, 6);
+  // Before opset 17, ONNX Runtime's contrib op of the same definition (registered in the ai.onnx
+  // domain from opset 1): what its transformer optimizer fuses into models of older opsets.
+  add("LayerNormalization", last_axes_normalization<false>);
   add("LayerNormalization", last_axes_normalization<false>, 17);
   add("RMSNormalization", last_axes_normalization<true>, 23);
   // ONNX Runtime's contrib op of the same definition, which it registers in the ai.onnx domain.
