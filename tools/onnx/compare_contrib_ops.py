@@ -13,7 +13,8 @@ block sizes 32 and 128), MatMulIntegerToFloat (uint8 and int8 operands, per-tens
 scales and zero points, a bias) and DynamicQuantizeMatMul (A quantized at run time; B per tensor or
 per column, with and without zero points and bias), MultiHeadAttention (self attention with a bias,
 cross attention with a key padding mask and an attention bias, key and value given as heads, a KV
-cache with unidirectional masking and the present outputs). Inputs are random with a fixed seed.
+cache with unidirectional masking and the present outputs), DynamicQuantizeLSTM (int8 and uint8
+weights, per-direction and per-column scales, bidirectional). Inputs are random with a fixed seed.
 """
 import os
 import sys
@@ -190,6 +191,31 @@ def multi_head_attention(q_len, kv_shape, bias=False, key_mask=None, attention_b
     return model([node], [(n, list(v.shape)) for n, v in inputs.items()], outputs, params), inputs
 
 
+def dynamic_quantize_lstm(direction, weight_dtype, per_column, zero_points):
+    """DynamicQuantizeLSTM (hidden 8, input 6, sequence 5, batch 1): W [dirs, input, 4H] and R
+    [dirs, H, 4H] quantized per direction or per column, with a bias and initial states. One batch
+    row: onnxruntime quantizes h over the rows each of its threads takes, so with several rows its
+    result depends on its thread count (wgml quantizes each row on its own)."""
+    rng = np.random.default_rng(23 + per_column + 2 * zero_points)
+    dirs, hidden, size, seq, batch = (2 if direction == "bidirectional" else 1), 8, 6, 5, 1
+    scale_shape = (dirs, 4 * hidden) if per_column else (dirs,)
+    params = [("W", integer_matrix(weight_dtype, dirs, size, 4 * hidden, rng=rng)),
+              ("R", integer_matrix(weight_dtype, dirs, hidden, 4 * hidden, rng=rng)),
+              ("B", normal(dirs, 8 * hidden, scale=0.1))]
+    w_scale = rng.uniform(0.002, 0.01, size=scale_shape).astype(np.float32)
+    r_scale = rng.uniform(0.002, 0.01, size=scale_shape).astype(np.float32)
+    # onnxruntime takes one zero point per weight (all equal; int8 weights' must be 0).
+    w_zero = np.full(scale_shape, 128 if zero_points else 0, weight_dtype)
+    r_zero = np.full(scale_shape, 120 if zero_points else 0, weight_dtype)
+    params += [("W_scale", w_scale), ("W_zero_point", w_zero), ("R_scale", r_scale), ("R_zero_point", r_zero)]
+    state = [dirs, batch, hidden]
+    inputs = {"X": normal(seq, batch, size), "initial_h": normal(*state, scale=0.5), "initial_c": normal(*state, scale=0.5)}
+    names = ["X", "W", "R", "B", "", "initial_h", "initial_c", "", "W_scale", "W_zero_point", "R_scale", "R_zero_point"]
+    node = helper.make_node("DynamicQuantizeLSTM", names, ["Y", "Y_h", "Y_c"], domain=MS, hidden_size=hidden,
+                            direction=direction)
+    return model([node], [(n, list(v.shape)) for n, v in inputs.items()], ["Y", "Y_h", "Y_c"], params), inputs
+
+
 def with_kind(case):
     model, inputs = case
     return model, {"random": inputs}
@@ -220,6 +246,9 @@ CASES = {
     "dynamic_quantize_mat_mul": lambda: dynamic_quantize_mat_mul(np.int8, False, False, False),
     "dynamic_quantize_mat_mul_columns_bias": lambda: dynamic_quantize_mat_mul(np.int8, True, False, True),
     "dynamic_quantize_mat_mul_u8_zero_points": lambda: dynamic_quantize_mat_mul(np.uint8, True, True, True),
+    "dynamic_quantize_lstm": lambda: dynamic_quantize_lstm("forward", np.int8, False, False),
+    "dynamic_quantize_lstm_u8_columns_zero_points": lambda: dynamic_quantize_lstm("forward", np.uint8, True, True),
+    "dynamic_quantize_lstm_bidirectional": lambda: dynamic_quantize_lstm("bidirectional", np.int8, True, False),
     "multi_head_attention_bias": lambda: multi_head_attention(4, [2, 4, 16], bias=True),
     "multi_head_attention_cross_masks": lambda: multi_head_attention(3, [2, 5, 16], key_mask="rows", attention_bias=True),
     "multi_head_attention_key_lengths": lambda: multi_head_attention(3, [2, 6, 16], bias=True, key_mask="lengths"),

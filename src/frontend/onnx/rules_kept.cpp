@@ -110,7 +110,8 @@ void einsum(NodeLowering& n) {
   keep(n, {n.in(0).dtype}, {unknown(rank)});
 }
 
-// RNN, GRU, LSTM: Y [seq, dirs, batch, hidden] (or batch first), Y_h and Y_c [dirs, batch, hidden].
+// RNN, GRU, LSTM and ONNX Runtime's DynamicQuantizeLSTM (an LSTM over int8 or uint8 weights): Y
+// [seq, dirs, batch, hidden] (or batch first), Y_h and Y_c [dirs, batch, hidden].
 void recurrent(NodeLowering& n) {
   const Value& x = n.in(0);
   const std::string op = n.node.op_type();
@@ -121,7 +122,7 @@ void recurrent(NodeLowering& n) {
     for (int i = 0; i < a->strings_size(); ++i)
       if (a->strings(i) != defaults[static_cast<size_t>(i) % defaults.size()])
         n.unsupported("activation " + a->strings(i) + " (only the default activations)");
-  if (op == "LSTM" && n.attr_int("input_forget", 0) != 0) n.unsupported("input_forget");
+  if (op != "RNN" && op != "GRU" && n.attr_int("input_forget", 0) != 0) n.unsupported("input_forget");
   const bool batch_first = n.attr_int("layout", 0) != 0;
   const int64_t directions = n.attr_string("direction", "forward") == "bidirectional" ? 2 : 1;
   const int64_t hidden = n.attr_int("hidden_size", kUnknownDim);
@@ -157,6 +158,7 @@ void add_kept_rules(std::vector<OpRule>& r) {
   add("RNN", recurrent, 7);
   add("GRU", recurrent, 7);
   add("LSTM", recurrent, 7);
+  r.push_back({"com.microsoft", "DynamicQuantizeLSTM", 1, recurrent});
 }
 
 }  // namespace wgml::frontend::onnx
