@@ -190,5 +190,26 @@ TEST(OnnxMalformed, ShapesThatDoNotBroadcastAtRunTimeNameTheNode) {
   }
 }
 
+// DynamicQuantizeLSTM's weights must be 8-bit integers: float weights (which would not convert to
+// integers) are an error naming the node when it runs, never undefined behaviour.
+TEST(OnnxMalformed, QuantizedLstmWeightsThatAreNotIntegers) {
+  OnnxModel m;
+  import_contrib_ops(m);
+  m.input("x", kFloat, {1, 1, 2}).output("y", kFloat, {1, 1, 1, 1});
+  m.initializer("w", std::vector<float>(8, 1e20f), {1, 2, 4}).initializer("r", std::vector<float>(4, 1e20f), {1, 1, 4});
+  m.initializer("w_scale", std::vector<float>{0.1f}, {1}).initializer("r_scale", std::vector<float>{0.1f}, {1});
+  ::onnx::NodeProto& node =
+      m.node("DynamicQuantizeLSTM", {"x", "w", "r", "", "", "", "", "", "w_scale", "", "r_scale", ""}, {"y"}, "lstm");
+  node.set_domain("com.microsoft");
+  set_attr(node, "hidden_size", int64_t{1});
+  Session session(m.write(fresh_directory("qlstm")));
+  try {
+    session.run({float_tensor_of({1, 1, 2}, {1, 2})});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("ONNX node 'lstm' (DynamicQuantizeLSTM)"), HasSubstr("int8 or uint8 weights")));
+  }
+}
+
 }  // namespace
 }  // namespace wgml::testing

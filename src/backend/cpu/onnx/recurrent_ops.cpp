@@ -294,6 +294,9 @@ void recurrent(OpView& v) {
 // Direction `dir` of a DynamicQuantizeLSTM weight [dirs, K, 4 * hidden] with its scale and zero
 // point ([dirs] or [dirs, 4 * hidden]; no zero point: 0).
 QuantizedWeights quantized_weights(const Tensor& t, const Tensor& scale, const Tensor* zero_point, int64_t dir) {
+  const auto is_byte = [](DType d) { return d == DType::Int8 || d == DType::UInt8; };
+  if (!is_byte(t.dtype()) || (zero_point && !is_byte(zero_point->dtype())) || !is_floating(scale.dtype()))
+    fail("int8 or uint8 weights and zero points with floating-point scales");
   QuantizedWeights q{{}, {}, t.dim(1), t.dim(2)};
   const int64_t directions = t.dim(0);
   const bool per_column = scale.rank() == 2;
