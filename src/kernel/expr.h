@@ -3,6 +3,7 @@
 // literals, lists, arithmetic, comparisons, `and`/`or`/`not`, `a if c else b`, `~` concatenation,
 // member access, indexing and slicing, function calls and `|` filters. An expression is parsed
 // once into an immutable tree and evaluated many times against a Scope.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,7 +62,7 @@ class Expr {
     std::string member;
     int column = 0;
   };
-  const std::vector<NameUse>& names() const { return names_; }
+  const std::vector<NameUse>& names() const;
 
   const std::string& text() const { return *text_; }
   const Origin& origin() const { return *origin_; }
@@ -69,10 +70,22 @@ class Expr {
   std::string locate(int column, const std::string& what) const;
 
  private:
+  friend class ExprCache;
   std::shared_ptr<const std::string> text_;
   std::shared_ptr<const Origin> origin_;
   std::shared_ptr<const Node> root_;
-  std::vector<NameUse> names_;
+  std::shared_ptr<const std::vector<NameUse>> names_;
+};
+
+// Parses expressions, sharing the tree of a text it parsed before: a family's members repeat their
+// family's derive, when and params texts, and a parsed tree never changes. Each expression keeps
+// its own origin for its messages.
+class ExprCache {
+ public:
+  Expr parse(std::string_view text, Origin origin);
+
+ private:
+  std::map<std::string, Expr, std::less<>> parsed_;
 };
 
 // The built-in functions (also usable as filters: `x | f(a)` is `f(x, a)`).

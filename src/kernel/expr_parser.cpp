@@ -318,7 +318,22 @@ Expr Expr::parse(std::string_view text, Origin origin) {
     throw Error(ErrorCode::InvalidFormat, expr.locate(column, what));
   };
   expr.root_ = expr_internal::parse_tokens(expr_internal::tokenize(*expr.text_, fail), fail);
-  expr_internal::collect_names(*expr.root_, expr.names_);
+  std::vector<NameUse> names;
+  expr_internal::collect_names(*expr.root_, names);
+  expr.names_ = std::make_shared<const std::vector<NameUse>>(std::move(names));
+  return expr;
+}
+
+const std::vector<Expr::NameUse>& Expr::names() const {
+  static const std::vector<NameUse> none;
+  return names_ ? *names_ : none;
+}
+
+Expr ExprCache::parse(std::string_view text, Origin origin) {
+  auto it = parsed_.find(text);
+  if (it == parsed_.end()) it = parsed_.emplace(std::string(text), Expr::parse(text, origin)).first;
+  Expr expr = it->second;
+  expr.origin_ = std::make_shared<const Origin>(std::move(origin));
   return expr;
 }
 

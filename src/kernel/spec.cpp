@@ -39,7 +39,7 @@ bool is_identifier(const std::string& s) {
 // Reads JSON values at known paths and fails with the file and the path.
 class Reader {
  public:
-  explicit Reader(const std::string& file) : file_(file) {}
+  Reader(const std::string& file, ExprCache& exprs) : file_(file), exprs_(exprs) {}
 
   [[noreturn]] void fail(const std::string& path, const std::string& what) const {
     throw Error(ErrorCode::InvalidFormat, file_ + ": " + (path.empty() ? "(top level)" : path) + ": " + what);
@@ -88,7 +88,7 @@ class Reader {
     expect(j, j.is_string() || j.is_number() || j.is_boolean(), path, "an expression (a string, number or bool)");
     const std::string text = j.is_string() ? j.get<std::string>() : j.dump();
     if (text.find_first_not_of(" \t") == std::string::npos) fail(path, "empty expression");
-    return Expr::parse(text, Origin{file_, path, 0});
+    return exprs_.parse(text, Origin{file_, path, 0});
   }
 
   std::vector<Expr> expr_list(const Json& j, const std::string& path) const {
@@ -124,11 +124,12 @@ class Reader {
 
  private:
   const std::string& file_;
+  ExprCache& exprs_;
 };
 
 class SpecParser {
  public:
-  SpecParser(const std::string& file, const Json& root) : r_(file), root_(root) { spec_.file = file; }
+  SpecParser(const std::string& file, const Json& root, ExprCache& exprs) : r_(file, exprs), root_(root) { spec_.file = file; }
 
   KernelSpec run() {
     if (root_.is_object() && root_.contains("view")) return view();
@@ -697,7 +698,9 @@ std::vector<KernelSpec> parse_specs(const std::string& json_text, const std::str
     throw Error(ErrorCode::InvalidFormat, file + ": not valid JSON: " + e.what());
   }
   std::vector<KernelSpec> specs;
-  for (const ExpandedSpec& expanded : expand_family(root, file)) specs.push_back(SpecParser(expanded.label, expanded.body).run());
+  ExprCache exprs;  // a family's members share the expressions they repeat
+  for (const ExpandedSpec& expanded : expand_family(root, file))
+    specs.push_back(SpecParser(expanded.label, expanded.body, exprs).run());
   return specs;
 }
 
