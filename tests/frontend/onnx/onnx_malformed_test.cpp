@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "frontend/load_model.h"
 #include "frontend/onnx/onnx_builder.h"
@@ -209,6 +211,31 @@ TEST(OnnxMalformed, QuantizedLstmWeightsThatAreNotIntegers) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), AllOf(HasSubstr("ONNX node 'lstm' (DynamicQuantizeLSTM)"), HasSubstr("int8 or uint8 weights")));
   }
+}
+
+// Infinite and NaN activations quantize to the ends of the byte range (no float-to-int conversion
+// out of range, which UBSan would report): the LSTM runs and gives its three outputs.
+TEST(OnnxMalformed, QuantizedLstmOfNonFiniteInputsRuns) {
+  OnnxModel m;
+  import_contrib_ops(m);
+  m.input("x", kFloat, {1, 1, 2}).output("y", kFloat, {1, 1, 1, 1});
+  for (const auto& [name, k] : {std::pair<const char*, int64_t>{"w", 2}, {"r", 1}}) {
+    ::onnx::TensorProto* t = m.graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT8);
+    for (int64_t d : {int64_t{1}, k, int64_t{4}}) t->add_dims(d);
+    t->set_raw_data(std::string(static_cast<size_t>(4 * k), '\3'));
+  }
+  m.initializer("w_scale", std::vector<float>{0.1f}, {1}).initializer("r_scale", std::vector<float>{0.1f}, {1});
+  ::onnx::NodeProto& node =
+      m.node("DynamicQuantizeLSTM", {"x", "w", "r", "", "", "", "", "", "w_scale", "", "r_scale", ""}, {"y"}, "lstm");
+  node.set_domain("com.microsoft");
+  set_attr(node, "hidden_size", int64_t{1});
+  Session session(m.write(fresh_directory("qlstm_nan")));
+  const std::vector<Value> outputs =
+      session.run({float_tensor_of({1, 1, 2}, {std::numeric_limits<float>::infinity(), std::nanf("")})});
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(std::get<Tensor>(outputs[0]).shape(), (Shape{1, 1, 1, 1}));
 }
 
 }  // namespace

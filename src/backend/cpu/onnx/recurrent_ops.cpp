@@ -50,6 +50,10 @@ struct QuantizedActivations {
   float scale = 1.0f;
 };
 
+// v saturated to [0, 255], NaN (from an infinite or NaN activation) to 0: no value outside int32
+// is ever converted.
+float saturated_byte(float v) { return v >= 0.0f ? std::min(v, 255.0f) : 0.0f; }
+
 QuantizedActivations quantize_activations(std::span<const double> a) {
   float lo = 0.0f, hi = 0.0f;
   for (double v : a) {
@@ -58,11 +62,10 @@ QuantizedActivations quantize_activations(std::span<const double> a) {
   }
   QuantizedActivations q;
   q.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-  const float zero = std::nearbyint(std::clamp(0.0f - lo / q.scale, 0.0f, 255.0f));
+  const float zero = std::nearbyint(saturated_byte(0.0f - lo / q.scale));
   q.centered.reserve(a.size());
   for (double v : a)
-    q.centered.push_back(
-        static_cast<int32_t>(std::clamp(std::nearbyint(static_cast<float>(v) / q.scale) + zero, 0.0f, 255.0f) - zero));
+    q.centered.push_back(static_cast<int32_t>(saturated_byte(std::nearbyint(static_cast<float>(v) / q.scale) + zero) - zero));
   return q;
 }
 
