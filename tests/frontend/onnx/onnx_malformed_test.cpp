@@ -192,6 +192,16 @@ TEST(OnnxMalformed, ShapesThatDoNotBroadcastAtRunTimeNameTheNode) {
   }
 }
 
+// A DynamicQuantizeLSTM node 'lstm' of hidden size 1 over x and the initializers w and r (the caller
+// adds them), with per-tensor scales.
+void add_quantized_lstm(OnnxModel& m) {
+  m.initializer("w_scale", std::vector<float>{0.1f}, {1}).initializer("r_scale", std::vector<float>{0.1f}, {1});
+  ::onnx::NodeProto& node =
+      m.node("DynamicQuantizeLSTM", {"x", "w", "r", "", "", "", "", "", "w_scale", "", "r_scale", ""}, {"y"}, "lstm");
+  node.set_domain("com.microsoft");
+  set_attr(node, "hidden_size", int64_t{1});
+}
+
 // DynamicQuantizeLSTM's weights must be 8-bit integers: float weights (which would not convert to
 // integers) are an error naming the node when it runs, never undefined behaviour.
 TEST(OnnxMalformed, QuantizedLstmWeightsThatAreNotIntegers) {
@@ -199,11 +209,7 @@ TEST(OnnxMalformed, QuantizedLstmWeightsThatAreNotIntegers) {
   import_contrib_ops(m);
   m.input("x", kFloat, {1, 1, 2}).output("y", kFloat, {1, 1, 1, 1});
   m.initializer("w", std::vector<float>(8, 1e20f), {1, 2, 4}).initializer("r", std::vector<float>(4, 1e20f), {1, 1, 4});
-  m.initializer("w_scale", std::vector<float>{0.1f}, {1}).initializer("r_scale", std::vector<float>{0.1f}, {1});
-  ::onnx::NodeProto& node =
-      m.node("DynamicQuantizeLSTM", {"x", "w", "r", "", "", "", "", "", "w_scale", "", "r_scale", ""}, {"y"}, "lstm");
-  node.set_domain("com.microsoft");
-  set_attr(node, "hidden_size", int64_t{1});
+  add_quantized_lstm(m);
   Session session(m.write(fresh_directory("qlstm")));
   try {
     session.run({float_tensor_of({1, 1, 2}, {1, 2})});
@@ -226,11 +232,7 @@ TEST(OnnxMalformed, QuantizedLstmOfNonFiniteInputsRuns) {
     for (int64_t d : {int64_t{1}, k, int64_t{4}}) t->add_dims(d);
     t->set_raw_data(std::string(static_cast<size_t>(4 * k), '\3'));
   }
-  m.initializer("w_scale", std::vector<float>{0.1f}, {1}).initializer("r_scale", std::vector<float>{0.1f}, {1});
-  ::onnx::NodeProto& node =
-      m.node("DynamicQuantizeLSTM", {"x", "w", "r", "", "", "", "", "", "w_scale", "", "r_scale", ""}, {"y"}, "lstm");
-  node.set_domain("com.microsoft");
-  set_attr(node, "hidden_size", int64_t{1});
+  add_quantized_lstm(m);
   Session session(m.write(fresh_directory("qlstm_nan")));
   const std::vector<Value> outputs =
       session.run({float_tensor_of({1, 1, 2}, {std::numeric_limits<float>::infinity(), std::nanf("")})});
