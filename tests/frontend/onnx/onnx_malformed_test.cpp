@@ -192,6 +192,48 @@ TEST(OnnxMalformed, ShapesThatDoNotBroadcastAtRunTimeNameTheNode) {
   }
 }
 
+// Runs `m` (its one input x: float32 [1, 1, 2, 2]) under a 1 MiB memory limit and expects the
+// node `node` to be refused with ResourceLimit before its working memory is allocated.
+void expect_working_memory_refused(const OnnxModel& m, const std::string& node) {
+  SessionOptions options;
+  options.max_memory_bytes = 1 << 20;
+  Session session(m.write(fresh_directory("working_memory")), options);
+  try {
+    session.run({float_tensor_of({1, 1, 2, 2}, {1, 2, 3, 4})});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ResourceLimit);
+    EXPECT_THAT(e.what(), AllOf(HasSubstr(node), HasSubstr("float64")));  // the working doubles
+  }
+}
+
+// Sizes a model's attributes or constants ask for, far past the limit, are refused, never
+// allocated (each once aborted under ASan with a multi-terabyte allocation).
+TEST(OnnxMalformed, AResizeToAHugeOutputIsRefusedByTheMemoryLimit) {
+  OnnxModel m;
+  m.input("x", kFloat, {1, 1, 2, 2}).output("y", kFloat, {kDynamic, kDynamic, kDynamic, kDynamic});
+  m.initializer("scales", std::vector<float>{1, 1, 1e6f, 1e6f}, {4});
+  set_attr(m.node("Resize", {"x", "", "scales"}, {"y"}, "up"), "mode", std::string("linear"));
+  expect_working_memory_refused(m, "ONNX node 'up' (Resize)");
+}
+
+TEST(OnnxMalformed, ATfIdfColumnPastTheMemoryLimitIsRefused) {
+  OnnxModel m;
+  m.input("x", kFloat, {1, 1, 2, 2}).output("y", kFloat, {kDynamic, kDynamic});
+  m.initializer("shape", std::vector<int64_t>{1, 4}, {2});
+  set_attr(m.node("Cast", {"x"}, {"xi"}), "to", int64_t{kInt64});
+  m.node("Reshape", {"xi", "shape"}, {"rows"});
+  ::onnx::NodeProto& tfidf = m.node("TfIdfVectorizer", {"rows"}, {"y"}, "tfidf");
+  set_attr(tfidf, "mode", std::string("TF"));
+  set_attr(tfidf, "min_gram_length", int64_t{1});
+  set_attr(tfidf, "max_gram_length", int64_t{1});
+  set_attr(tfidf, "max_skip_count", int64_t{0});
+  set_attr(tfidf, "ngram_counts", std::vector<int64_t>{0});
+  set_attr(tfidf, "pool_int64s", std::vector<int64_t>{2});
+  set_attr(tfidf, "ngram_indexes", std::vector<int64_t>{int64_t{1} << 39});
+  expect_working_memory_refused(m, "ONNX node 'tfidf' (TfIdfVectorizer)");
+}
+
 // A DynamicQuantizeLSTM node 'lstm' of hidden size 1 over x and the initializers w and r (the caller
 // adds them), with per-tensor scales.
 void add_quantized_lstm(OnnxModel& m) {

@@ -260,14 +260,15 @@ std::map<std::vector<int64_t>, int64_t> tfidf_columns(const OpView& v) {
 
 // Counts, per row, every pool n-gram of length [min, max] whose elements are taken skip + 1 apart
 // (skip up to max_skip_count; unigrams counted once).
-std::vector<double> tfidf_counts(const OpView& v, const std::vector<int64_t>& values, int64_t rows, int64_t len,
-                                 const std::map<std::vector<int64_t>, int64_t>& column, int64_t width) {
+WorkingDoubles tfidf_counts(const OpView& v, const std::vector<int64_t>& values, int64_t rows, int64_t len,
+                            const std::map<std::vector<int64_t>, int64_t>& column, int64_t width) {
   // No pool n-gram is longer than ngram_counts has entries, nor can a skip reach past the row.
   const auto longest = static_cast<int64_t>(v.attr_ints("ngram_counts").size());
   const int64_t min_n = std::max<int64_t>(v.attr_int("min_gram_length", 1), 1);
   const int64_t max_n = std::min(v.attr_int("max_gram_length", 1), longest);
   const int64_t max_skip = std::min(v.attr_int("max_skip_count", 0), len);
-  std::vector<double> out(static_cast<size_t>(rows * width), 0.0);
+  WorkingDoubles working = working_doubles({rows, width});
+  std::vector<double>& out = working.values;
   std::vector<int64_t> key;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t n = min_n; n <= max_n; ++n)
@@ -278,7 +279,7 @@ std::vector<double> tfidf_counts(const OpView& v, const std::vector<int64_t>& va
           auto it = column.find(key);
           if (it != column.end()) out[r * width + it->second] += 1;
         }
-  return out;
+  return working;
 }
 
 // TfIdfVectorizer on integer input [N] or [B, N]: TF counts of the pool's n-grams, IDF weights of
@@ -288,14 +289,18 @@ void tfidf_vectorizer(OpView& v) {
   if (x.rank() != 1 && x.rank() != 2) fail("TfIdfVectorizer: expected input [N] or [B, N]");
   const auto column = tfidf_columns(v);
   int64_t width = 0;
-  for (int64_t i : v.attr_ints("ngram_indexes")) width = std::max(width, i + 1);
+  for (int64_t i : v.attr_ints("ngram_indexes")) {
+    if (i < 0 || i >= (int64_t{1} << 40)) fail("TfIdfVectorizer: ngram_indexes must lie in [0, 2^40)");
+    width = std::max(width, i + 1);
+  }
   const std::vector<double> weights = v.attr_floats("weights");
   if (!weights.empty() && static_cast<int64_t>(weights.size()) < width)
     fail("TfIdfVectorizer: fewer weights than output columns");
   const std::string mode = v.attr_string("mode", "TF");
   if (mode != "TF" && mode != "IDF" && mode != "TFIDF") fail("TfIdfVectorizer: unknown mode '" + mode + "'");
   const int64_t rows = x.rank() == 2 ? x.dim(0) : 1, len = x.dim(x.rank() - 1);
-  std::vector<double> out = tfidf_counts(v, ints_of(x), rows, len, column, width);
+  WorkingDoubles counts = tfidf_counts(v, ints_of(x), rows, len, column, width);
+  std::vector<double>& out = counts.values;
   for (size_t i = 0; i < out.size(); ++i) {
     const double w = weights.empty() ? 1.0 : weights[i % static_cast<size_t>(width)];
     if (mode == "IDF")
@@ -361,7 +366,8 @@ void col2im(OpView& v) {
   Shape shape{x.dim(0), channels};
   shape.insert(shape.end(), image.begin(), image.end());
   const std::vector<double> in = doubles_of(x);
-  std::vector<double> out(static_cast<size_t>(shape_numel(shape)), 0.0);
+  WorkingDoubles working = working_doubles(shape);
+  std::vector<double>& out = working.values;
   for (int64_t nc = 0; nc < x.dim(0) * channels; ++nc) {
     std::vector<int64_t> b(axes.size(), 0);
     int64_t row = nc * block_size;

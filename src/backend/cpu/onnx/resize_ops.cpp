@@ -104,13 +104,16 @@ std::vector<Tap> interpolation_taps(const ResizeAttrs& a, double x, double scale
 }
 
 // Resizes `x` (as doubles, row-major with `shape`) along one axis to `out` positions.
-std::vector<double> resize_axis(const std::vector<double>& x, Shape& shape, int axis, int64_t out, double scale,
-                                const ResizeAttrs& a, double roi_start, double roi_end) {
+WorkingDoubles resize_axis(const std::vector<double>& x, Shape& shape, int axis, int64_t out, double scale, const ResizeAttrs& a,
+                           double roi_start, double roi_end) {
   const int64_t in = shape[axis];
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= shape[d];
   for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
-  std::vector<double> result(static_cast<size_t>(outer * out * inner));
+  Shape resized = shape;
+  resized[axis] = out;
+  WorkingDoubles working = working_doubles(resized);
+  std::vector<double>& result = working.values;
   for (int64_t o = 0; o < out; ++o) {
     bool outside = false;
     const double src = source_coordinate(a, static_cast<double>(o), scale, in, out, roi_start, roi_end, outside);
@@ -128,27 +131,26 @@ std::vector<double> resize_axis(const std::vector<double>& x, Shape& shape, int 
         result[(b * out + o) * inner + j] = acc;
       }
   }
-  shape[axis] = out;
-  return result;
+  shape = std::move(resized);
+  return working;
 }
 
 Tensor resize(const Tensor& x, const std::vector<double>& scales, const std::vector<int64_t>& sizes,
               const std::vector<double>& roi, const ResizeAttrs& a) {
-  std::vector<double> data(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i) data[i] = load_as_double(x.dtype(), x.data(), i);
+  WorkingDoubles data{{}, doubles_of(x)};
   Shape shape = x.shape();
   const int r = x.rank();
   for (int axis = 0; axis < r; ++axis) {
     const double roi_start = roi.size() == 2 * static_cast<size_t>(r) ? roi[axis] : 0.0;
     const double roi_end = roi.size() == 2 * static_cast<size_t>(r) ? roi[axis + r] : 1.0;
     if (sizes[axis] == x.dim(axis) && scales[axis] == 1.0 && roi_start == 0.0 && roi_end == 1.0) continue;
-    data = resize_axis(data, shape, axis, sizes[axis], scales[axis], a, roi_start, roi_end);
+    data = resize_axis(data.values, shape, axis, sizes[axis], scales[axis], a, roi_start, roi_end);
   }
   Tensor out(x.dtype(), shape);
   uint8_t* dst = out.mutable_data();
   const bool integral = !is_floating(x.dtype());
   for (int64_t i = 0; i < out.numel(); ++i) {
-    double v = data[i];
+    double v = data.values[i];
     if (integral) {  // saturate to the type's range, as ONNX's reference does
       v = std::nearbyint(v);
       if (x.dtype() == DType::UInt8) v = std::clamp(v, 0.0, 255.0);

@@ -154,7 +154,8 @@ void mel_weight_matrix(OpView& v) {
   const std::vector<int64_t> edge =
       mel_edges(mel_bins, dft_length, sample_rate, doubles_of(v.required(3)).at(0), doubles_of(v.required(4)).at(0));
   const int64_t bins = dft_length / 2 + 1;
-  std::vector<double> w(static_cast<size_t>(bins * mel_bins), 0.0);
+  WorkingDoubles working = working_doubles({bins, mel_bins});
+  std::vector<double>& w = working.values;
   for (int64_t i = 0; i < mel_bins; ++i) {
     const int64_t left = edge[i], center = edge[i + 1], right = edge[i + 2];
     if (center == left) w[center * mel_bins + i] = 1;
