@@ -217,6 +217,17 @@ TEST(OnnxMalformed, AResizeToAHugeOutputIsRefusedByTheMemoryLimit) {
   expect_working_memory_refused(m, "ONNX node 'up' (Resize)");
 }
 
+// An empty tensor resized along an axis of two billion positions is empty: no position is computed.
+TEST(OnnxMalformed, AResizeOfAnEmptyTensorToAHugeAxisReturnsAtOnce) {
+  OnnxModel m;
+  m.input("x", kFloat, {0, 2}).output("y", kFloat, {kDynamic, kDynamic});
+  m.initializer("scales", std::vector<float>{1, 1e9f}, {2});
+  set_attr(m.node("Resize", {"x", "", "scales"}, {"y"}), "mode", std::string("linear"));
+  Session session(m.write(fresh_directory("resize_empty")));
+  const std::vector<Value> outputs = session.run({float_tensor_of({0, 2}, {})});
+  EXPECT_EQ(std::get<Tensor>(outputs.at(0)).shape(), (Shape{0, 2000000000}));
+}
+
 TEST(OnnxMalformed, ATfIdfColumnPastTheMemoryLimitIsRefused) {
   OnnxModel m;
   m.input("x", kFloat, {1, 1, 2, 2}).output("y", kFloat, {kDynamic, kDynamic});

@@ -114,7 +114,8 @@ WorkingDoubles resize_axis(const std::vector<double>& x, Shape& shape, int axis,
   resized[axis] = out;
   WorkingDoubles working = working_doubles(resized);
   std::vector<double>& result = working.values;
-  for (int64_t o = 0; o < out; ++o) {
+  // An empty tensor has no positions to compute, however long the axis (no loop over it).
+  for (int64_t o = 0; o < out && !result.empty(); ++o) {
     bool outside = false;
     const double src = source_coordinate(a, static_cast<double>(o), scale, in, out, roi_start, roi_end, outside);
     std::vector<Tap> taps;
