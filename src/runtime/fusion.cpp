@@ -223,11 +223,34 @@ std::optional<Fusion> match_rope(const Matcher& m, size_t add_at, const ir::AddN
   return std::nullopt;
 }
 
-// out = Add(QuantizedMatmul(x, w, scales, biases), r): the quantized product with addend r (its
-// spec's inputs by position: x, w, scales, biases, lhs_indices, rhs_indices, addend).
-ir::OnnxOp quantized_product_plus(const ir::QuantizedMatmulNode& qmm, Tid residual, Tid out) {
-  ir::OnnxOp op = fused_op("mlx", "QuantizedMatmul", {qmm.x, qmm.w, qmm.scales}, out);
+// The position of `up` among the QuantizedMatmul spec's inputs (x, w, scales, biases, lhs_indices,
+// rhs_indices, addend, up).
+constexpr size_t kUpInput = 7;
+
+// x = Multiply(Silu(gate), up), operands in either order (the SwiGLU of Llama-style MLPs), with
+// the instructions that compute it.
+struct Gate {
+  std::vector<size_t> parts;
+  Tid gate, up;
+};
+
+std::optional<Gate> match_gate(const Matcher& m, size_t reader, Tid x) {
+  size_t product_at = 0, silu_at = 0;
+  const auto* product = m.sole_producer<ir::MultiplyNode>(reader, x, product_at);
+  if (!product) return std::nullopt;
+  for (const auto& [activated, up] : {std::pair(product->a, product->b), std::pair(product->b, product->a)})
+    if (const auto* silu = m.sole_producer<ir::SiluNode>(product_at, activated, silu_at); silu && activated.idx != up.idx)
+      return Gate{{silu_at, product_at}, silu->x, up};
+  return std::nullopt;
+}
+
+// The quantized product of `qmm` written to `out`, with addend `residual` and the gate folded
+// into its x when given.
+ir::OnnxOp quantized_product(const ir::QuantizedMatmulNode& qmm, const std::optional<Gate>& gate, std::optional<Tid> residual,
+                             Tid out) {
+  ir::OnnxOp op = fused_op("mlx", "QuantizedMatmul", {gate ? gate->gate : qmm.x, qmm.w, qmm.scales}, out);
   op.inputs.insert(op.inputs.end(), {qmm.biases, std::nullopt, std::nullopt, residual});
+  if (gate) op.inputs.emplace_back(gate->up);
   op.attributes = {{"group_size", int64_t{qmm.group_size}},
                    {"bits", int64_t{qmm.bits}},
                    {"mode", qmm.mode},
@@ -235,23 +258,41 @@ ir::OnnxOp quantized_product_plus(const ir::QuantizedMatmulNode& qmm, Tid residu
   return op;
 }
 
+// The parts of a pattern: `rest`, then the gate's instructions when there is one, ascending.
+std::vector<size_t> pattern_parts(std::vector<size_t> rest, const std::optional<Gate>& gate) {
+  if (gate) rest.insert(rest.end(), gate->parts.begin(), gate->parts.end());
+  std::sort(rest.begin(), rest.end());
+  return rest;
+}
+
 // out = Add(product, r), operands in either order, where product is an Addmm with no bias and
-// alpha 1 (then Addmm with bias r) or a QuantizedMatmul (then one with addend r).
+// alpha 1 (then Addmm with bias r) or a QuantizedMatmul (then one with addend r, and its gate
+// when its x is one).
 std::optional<Fusion> match_residual(const Matcher& m, size_t add_at, const ir::AddNode& add) {
   for (const auto& [product, residual] : {std::pair(add.a, add.b), std::pair(add.b, add.a)}) {
     if (residual.idx == product.idx) continue;
     size_t at = 0;
     Fusion f;
-    if (const auto* mm = m.sole_producer<ir::AddmmNode>(add_at, product, at); mm && !mm->bias && mm->alpha == 1.0f)
+    if (const auto* mm = m.sole_producer<ir::AddmmNode>(add_at, product, at); mm && !mm->bias && mm->alpha == 1.0f) {
       f.op = fused_op("mlx", "Addmm", {mm->mat1, mm->mat2, residual}, add.out);
-    else if (const auto* qmm = m.sole_producer<ir::QuantizedMatmulNode>(add_at, product, at))
-      f.op = quantized_product_plus(*qmm, residual, add.out);
-    else
+      f.parts = {at, add_at};
+    } else if (const auto* qmm = m.sole_producer<ir::QuantizedMatmulNode>(add_at, product, at)) {
+      const std::optional<Gate> gate = match_gate(m, at, qmm->x);
+      f.op = quantized_product(*qmm, gate, residual, add.out);
+      f.parts = pattern_parts({at, add_at}, gate);
+    } else {
       continue;
-    f.parts = {at, add_at};
+    }
     return f;
   }
   return std::nullopt;
+}
+
+// out = QuantizedMatmul(Multiply(Silu(gate), up), ...) with no residual after it.
+std::optional<Fusion> match_gated_product(const Matcher& m, size_t at, const ir::QuantizedMatmulNode& qmm) {
+  const std::optional<Gate> gate = match_gate(m, at, qmm.x);
+  if (!gate) return std::nullopt;
+  return Fusion{pattern_parts({at}, gate), quantized_product(qmm, gate, std::nullopt, qmm.out)};
 }
 
 // Sdpa over prefixes of the KV caches, k = Slice(k_cache, axis, 0, n) and v = Slice(v_cache, axis,
@@ -345,6 +386,15 @@ FusionCounts fuse_instructions(ir::Program& p) {
     fusions.push_back(std::move(*f));
     ++*count;
   }
+  // Gated products a residual Add did not take (their Add comes after them, hence a second pass).
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const auto* qmm = m.node_at<ir::QuantizedMatmulNode>(i);
+    std::optional<Fusion> f = qmm ? match_gated_product(m, i, *qmm) : std::nullopt;
+    if (!f || !m.inputs_hold_until_last(f->parts)) continue;
+    m.claim(f->parts);
+    fusions.push_back(std::move(*f));
+  }
+  for (const Fusion& f : fusions) counts.gated_product += f.op.inputs.size() > kUpInput;
   apply(p, fusions);
   return counts;
 }

@@ -13,7 +13,9 @@ struct FusionCounts {
   size_t rotate_half = 0;  // x * cos + rotate_half(x) * sin (Hugging Face RoPE) -> wgml.RotateHalf
   size_t residual_product =
       0;  // Add(Addmm(a, b) or QuantizedMatmul, r) -> mlx.Addmm with bias r, mlx.QuantizedMatmul with addend r
-  size_t cache_attention = 0;  // Sdpa(q, Slice(k_cache, 0, n), Slice(v_cache, 0, n)) -> mlx.Sdpa up to n in place
+  size_t cache_attention = 0;
+  size_t gated_product = 0;  // QuantizedMatmul(Multiply(Silu(g), u)) -> mlx.QuantizedMatmul of g with `up` u  // Sdpa(q,
+                             // Slice(k_cache, 0, n), Slice(v_cache, 0, n)) -> mlx.Sdpa up to n in place
 };
 
 // Rewrites `p`'s main chain in place; returns what it fused. A pattern is fused only when each of

@@ -73,6 +73,16 @@ TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
   EXPECT_EQ(fused, 10u);
 }
 
+TEST(Fusion, TheMlpsOfAFourBitLlamaExportFuseTheirSwiGlu) {
+  auto model = wgml::frontend::load_model(
+      (std::filesystem::path(WGML_SOURCE_DIR) / "tests/fixtures/llm/tiny-llama-bf16-4w/model.pte").string());
+  const wgml::runtime::FusionCounts counts = wgml::runtime::fuse_instructions(model.program);
+  // Two layers: each MLP's down projection takes Silu(gate) * up, and it and the attention's
+  // output projection add the residual.
+  EXPECT_EQ(counts.gated_product, 2u);
+  EXPECT_EQ(counts.residual_product, 4u);
+}
+
 TEST(Fusion, RopeFusesIntoOneOpThatKeepsItsParts) {
   wgml::ir::Program p = program_of(rope(), {9});
   EXPECT_EQ(wgml::runtime::fuse_instructions(p).rotate_half, 1u);
@@ -156,6 +166,52 @@ TEST(Fusion, ResidualAddFusesIntoAQuantizedMatmulAsItsAddend) {
   ASSERT_NE(op.attribute("mode"), nullptr);
   EXPECT_EQ(std::get<std::string>(*op.attribute("mode")), "affine");
   EXPECT_EQ(std::get<int64_t>(*op.attribute("bits")), 4);
+}
+
+// down(Silu(gate) * up) + residual as a Llama MLP exports it: gate in slot 0, up in 8, the
+// residual in 2; the product goes to slot 3 and the sum to 4.
+std::vector<wgml::ir::Instruction> gated_mlp(Tid first, Tid second) {
+  return {instruction(wgml::ir::SiluNode{Tid{0}, Tid{7}}), instruction(wgml::ir::MultiplyNode{first, second, Tid{9}}),
+          instruction(wgml::ir::QuantizedMatmulNode{Tid{9}, Tid{1}, Tid{5}, Tid{3}, Tid{6}, 32, 4, "affine", true}),
+          instruction(wgml::ir::AddNode{Tid{3}, Tid{2}, Tid{4}})};
+}
+
+TEST(Fusion, ASwiGluFusesIntoTheQuantizedProductWithTheResidual) {
+  for (const auto& [first, second] : {std::pair(Tid{7}, Tid{8}), std::pair(Tid{8}, Tid{7})}) {
+    wgml::ir::Program p = program_of(gated_mlp(first, second), {4});
+    const wgml::runtime::FusionCounts counts = wgml::runtime::fuse_instructions(p);
+    EXPECT_EQ(counts.residual_product, 1u);
+    EXPECT_EQ(counts.gated_product, 1u);
+    EXPECT_EQ(names(p), std::vector<std::string>{"mlx.QuantizedMatmul"});
+    const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+    // The gate as x, the residual as the addend, then up.
+    ASSERT_EQ(op.inputs.size(), 8u);
+    EXPECT_EQ(op.inputs[0]->idx, 0u);
+    EXPECT_EQ(op.inputs[6]->idx, 2u);
+    EXPECT_EQ(op.inputs[7]->idx, 8u);
+    EXPECT_EQ(p.chains.at(*op.parts_chain).instructions.size(), 4u);  // what runs where the kernel does not
+  }
+}
+
+TEST(Fusion, ASwiGluFusesIntoAQuantizedProductWithoutAResidual) {
+  std::vector<wgml::ir::Instruction> mlp = gated_mlp(Tid{7}, Tid{8});
+  mlp.pop_back();
+  wgml::ir::Program p = program_of(std::move(mlp), {3});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).gated_product, 1u);
+  EXPECT_EQ(names(p), std::vector<std::string>{"mlx.QuantizedMatmul"});
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+  ASSERT_EQ(op.inputs.size(), 8u);
+  EXPECT_FALSE(op.inputs[6]);
+  EXPECT_EQ(op.inputs[7]->idx, 8u);
+}
+
+TEST(Fusion, ASiluReadElsewhereKeepsItsGateOutOfTheProduct) {
+  // The Silu's output is also a program output: it must still be computed, so only the residual fuses.
+  wgml::ir::Program p = program_of(gated_mlp(Tid{7}, Tid{8}), {4, 7});
+  const wgml::runtime::FusionCounts counts = wgml::runtime::fuse_instructions(p);
+  EXPECT_EQ(counts.residual_product, 1u);
+  EXPECT_EQ(counts.gated_product, 0u);
+  EXPECT_EQ(names(p), (std::vector<std::string>{"SiluNode", "MultiplyNode", "mlx.QuantizedMatmul"}));
 }
 
 TEST(Fusion, AnOperandOverwrittenBeforeTheAddBlocksTheResidualFusion) {

@@ -89,36 +89,74 @@ TEST_F(WebGpuBackendTest, ABfloat16TensorOnlyOnTheGpuIsRepackedThereForAPackedIn
     }
 }
 
+// A 4-bit quantized product of x [1, 1, k] by w [n, k] (groups of 32) on random operands, and the
+// request that plans it.
+struct QuantizedProduct {
+  std::map<std::string, Tensor> operands;
+  kernel::KernelRequest request;
+};
+
+QuantizedProduct random_quantized_product(DType t, int64_t k, int64_t n, std::mt19937& rng) {
+  QuantizedProduct p;
+  p.operands = {{"x", testing::random_tensor(t, {1, 1, k}, rng)},
+                {"w", testing::random_tensor(DType::UInt32, {n, k / 8}, rng)},
+                {"scales", testing::random_tensor(t, {n, k / 32}, rng)},
+                {"biases", testing::random_tensor(t, {n, k / 32}, rng)}};
+  for (const auto& [name, tensor] : p.operands) p.request.inputs[name] = {tensor.dtype(), tensor.shape()};
+  p.request.attributes = {{"group_size", kernel::Value(int64_t{32})}, {"bits", kernel::Value(int64_t{4})}};
+  return p;
+}
+
+// One MLX elementwise op of the operands `args` (by input name), planned and run on the GPU.
+Tensor run_elementwise(const std::shared_ptr<GpuContext>& gpu, const std::string& op, const std::map<std::string, Tensor>& args) {
+  kernel::KernelRequest request;
+  for (const auto& [name, tensor] : args) request.inputs[name] = {tensor.dtype(), tensor.shape()};
+  return run_plan(gpu, gpu->plan(*gpu->engine().find("mlx", op), request), args).at("out");
+}
+
 // A residual Add fused into the quantized matrix-vector product (runtime/fusion.h) gives exactly what
 // the product and then the Add give, roundings included: the fused op means the original program.
 TEST_F(WebGpuBackendTest, AQuantizedProductWithAnAddendEqualsTheProductThenTheAdd) {
   std::mt19937 rng(7);
   const int64_t k = 128, n = 36;  // 4 bits, groups of 32: 16 words and 4 groups a row
   for (DType t : {DType::Float32, DType::BFloat16}) {
-    const Tensor x = testing::random_tensor(t, {1, 1, k}, rng), addend = testing::random_tensor(t, {1, 1, n}, rng);
-    const Tensor w = testing::random_tensor(DType::UInt32, {n, k / 8}, rng);
-    const Tensor scales = testing::random_tensor(t, {n, k / 32}, rng), biases = testing::random_tensor(t, {n, k / 32}, rng);
-    kernel::KernelRequest product;
-    product.inputs = {{"x", {t, x.shape()}},
-                      {"w", {DType::UInt32, w.shape()}},
-                      {"scales", {t, scales.shape()}},
-                      {"biases", {t, biases.shape()}}};
-    product.attributes = {{"group_size", kernel::Value(int64_t{32})}, {"bits", kernel::Value(int64_t{4})}};
-    kernel::KernelRequest fused = product;
+    const QuantizedProduct product = random_quantized_product(t, k, n, rng);
+    const Tensor addend = testing::random_tensor(t, {1, 1, n}, rng);
+    kernel::KernelRequest fused = product.request;
     fused.inputs["addend"] = {t, addend.shape()};
     const auto& qmm = *gpu()->engine().find("mlx", "QuantizedMatmul");
-    const std::map<std::string, Tensor> operands = {{"x", x}, {"w", w}, {"scales", scales}, {"biases", biases}};
-    std::map<std::string, Tensor> with_addend = operands;
+    std::map<std::string, Tensor> with_addend = product.operands;
     with_addend["addend"] = addend;
     const auto& fused_plan = gpu()->plan(qmm, fused);
     EXPECT_EQ(fused_plan.variant, "qmv");
     const Tensor once = run_plan(gpu(), fused_plan, with_addend).at("out");
-    const Tensor alone = run_plan(gpu(), gpu()->plan(qmm, product), operands).at("out");
-    kernel::KernelRequest add;
-    add.inputs = {{"a", {t, alone.shape()}}, {"b", {t, addend.shape()}}};
-    const Tensor twice =
-        run_plan(gpu(), gpu()->plan(*gpu()->engine().find("mlx", "Add"), add), {{"a", alone}, {"b", addend}}).at("out");
+    const Tensor alone = run_plan(gpu(), gpu()->plan(qmm, product.request), product.operands).at("out");
+    const Tensor twice = run_elementwise(gpu(), "Add", {{"a", alone}, {"b", addend}});
     testing::expect_same_tensor(once, twice, std::string(dtype_name(t)));
+  }
+}
+
+// A SwiGLU fused into the product (x the gate, `up` the other factor) gives exactly what Silu,
+// Multiply and the product give one after the other, roundings included.
+TEST_F(WebGpuBackendTest, AQuantizedProductOfAGateEqualsSiluTimesUpThenTheProduct) {
+  std::mt19937 rng(8);
+  const int64_t k = 256, n = 20;
+  for (DType t : {DType::Float32, DType::BFloat16}) {
+    const QuantizedProduct product = random_quantized_product(t, k, n, rng);
+    const Tensor up = testing::random_tensor(t, {1, 1, k}, rng);
+    kernel::KernelRequest fused = product.request;
+    fused.inputs["up"] = {t, up.shape()};
+    std::map<std::string, Tensor> with_up = product.operands;
+    with_up["up"] = up;
+    const auto& qmm = *gpu()->engine().find("mlx", "QuantizedMatmul");
+    const auto& fused_plan = gpu()->plan(qmm, fused);
+    EXPECT_EQ(fused_plan.variant, "qmv");
+    const Tensor once = run_plan(gpu(), fused_plan, with_up).at("out");
+    const Tensor activated = run_elementwise(gpu(), "Silu", {{"x", product.operands.at("x")}});
+    std::map<std::string, Tensor> gated = product.operands;
+    gated["x"] = run_elementwise(gpu(), "Multiply", {{"a", activated}, {"b", up}});
+    const Tensor in_steps = run_plan(gpu(), gpu()->plan(qmm, product.request), gated).at("out");
+    testing::expect_same_tensor(once, in_steps, std::string(dtype_name(t)));
   }
 }
 
