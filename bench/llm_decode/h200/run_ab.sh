@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # One H200 call: two builds of llm_decode (the kit's llm_decode_old and llm_decode_new), alternated
 # ROUNDS times (default 3) on each payload named, so that both see the same machine state
-# (docs/performance.md: the spread between processes is larger than most single changes).
+# (docs/performance.md: the spread between processes is larger than most single changes). A build
+# with a kernels folder of its own in the kit (kernels_old, kernels_new) runs with those kernels.
 set -u
 . "$(dirname "$0")/setup.sh"
 for m in "$@"; do
   for round in $(seq "${ROUNDS:-3}"); do
     for build in old new; do
-      $K/llm_decode_$build $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --json $OUT/h200_${m}_${build}_$round.json 2>&1 |
+      kernels=$WGML_KERNELS_DIR
+      [[ -d $K/kernels_$build ]] && kernels=$PWD/$K/kernels_$build
+      WGML_KERNELS_DIR=$kernels $K/llm_decode_$build $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --json $OUT/h200_${m}_${build}_$round.json 2>&1 |
         grep -E 'ms per token|CPU time|per token:' | sed "s/^/$m $build round $round: /"
     done
   done
