@@ -95,6 +95,44 @@ TEST(MemoryLimit, ASmallLimitRefusesTheFirstTensorThatDoesNotFit) {
   EXPECT_THAT(e.what(), HasSubstr("float32 [3, 262144] (3.0 MiB (3145728 bytes))"));
 }
 
+// A program whose output is Conv1D(x, w) with the given stride and padding: x the input, float32
+// [1, 8, 1]; w the tiny constant as [1, 4, 1] (one output channel, a kernel of 4).
+std::string write_conv_program(const t::TempDir& dir, int32_t stride, int32_t padding) {
+  mx::MLXGraphT g = t::tiny_graph();
+  mx::Conv1DNodeT conv;
+  conv.x = t::tid(1);
+  conv.w = t::tid(0);
+  conv.out = t::tid(2);
+  conv.stride = stride;
+  conv.padding = padding;
+  auto& main = t::chain(g, g.main_chain_idx).instructions;
+  main.clear();
+  main.push_back(t::instruction(std::move(conv)));
+  g.tensor_meta[0] = t::tensor_meta(t::kScalarFloat, {1, 4, 1});
+  g.tensor_meta[1] = t::tensor_meta(t::kScalarFloat, {1, 8, 1});
+  g.tensor_meta[2] = t::tensor_meta(t::kScalarFloat, {1, -1, 1});
+  return t::write_pte_model(dir, "conv_s" + std::to_string(stride) + "_p" + std::to_string(padding), g, t::tiny_constants());
+}
+
+// The output extent a convolution's attributes ask for is checked before anything is computed
+// from it: a stride of 0 is the model's error (no division by zero), a padding of 2^30 asks for
+// working memory past the limit (no allocation of 16 GiB).
+TEST(MemoryLimit, AConvolutionsAttributesAreCheckedBeforeItsOutputIsSized) {
+  const t::TempDir dir;
+  const std::vector<float> x(8, 1.0f);
+  const Tensor input = Tensor::from_bytes(DType::Float32, {1, 8, 1}, x.data());
+  Session zero_stride(write_conv_program(dir, 0, 0));
+  EXPECT_THAT(error_of([&] { zero_stride.run({input}); }).what(), HasSubstr("strides and dilations must be >= 1"));
+  SessionOptions options;
+  options.max_memory_bytes = 1 << 20;
+  Session huge_padding(write_conv_program(dir, 1, 1 << 30), options);
+  const Error e = error_of([&] { huge_padding.run({input}); });
+  EXPECT_EQ(e.code(), ErrorCode::ResourceLimit);
+  EXPECT_THAT(e.what(), HasSubstr("float64"));
+  const std::vector<Value> outputs = Session(write_conv_program(dir, 2, 1)).run({input});
+  EXPECT_EQ(std::get<Tensor>(outputs.at(0)).shape(), (Shape{1, 4, 1}));  // (8 + 2 - 3 - 1) / 2 + 1
+}
+
 TEST(MemoryBudget, RefusesBeforeCountingAndGivesBytesBackWhenTensorsAreFreed) {
   const auto budget = std::make_shared<MemoryBudget>(1000);
   const MemoryBudget::Scope scope(budget);

@@ -8,6 +8,7 @@
 
 #include "backend/cpu/broadcast.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/working_memory.h"
 #include "core/elements.h"
 
 namespace wgml::backend::cpu {
@@ -37,6 +38,14 @@ std::vector<double> to_doubles(const Tensor& t) {
   return v;
 }
 
+// One spatial extent of the output, computed in 128 bits (int32 attributes times extents up to
+// 2^40 can pass int64): past 2^40 it is no tensor's dimension.
+int64_t output_extent(__int128 extent) {
+  if (extent < 0 || extent > (__int128{1} << 40))
+    fail("convolution: the kernel is larger than the padded input, or the output extent is past 2^40");
+  return static_cast<int64_t>(extent);
+}
+
 ConvShape conv_shape(const Tensor& x, const Tensor& w, int nd, const ConvParams& p) {
   if (x.rank() != nd + 2 || w.rank() != nd + 2)
     fail("convolution: expected input and weight of rank " + std::to_string(nd + 2) + " (channels last), found " +
@@ -52,13 +61,17 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, int nd, const ConvParams&
          " channels in " + std::to_string(p.groups) + " groups");
   for (int d = 0; d < nd; ++d) {
     const int k = kDims - nd + d;
+    if (p.stride[k] < 1 || p.dilation[k] < 1 || p.output_padding[k] < 0)
+      fail("convolution: strides and dilations must be >= 1 and output padding >= 0");
     s.in[k] = x.dim(d + 1);
     s.kernel[k] = w.dim(d + 1);
-    const int64_t span = p.dilation[k] * (s.kernel[k] - 1);
-    s.out[k] = p.transposed ? (s.in[k] - 1) * p.stride[k] - 2 * p.padding[k] + span + p.output_padding[k] + 1
-                            : (s.in[k] + 2 * p.padding[k] - span - 1) / p.stride[k] + 1;
-    if (s.out[k] < 0 || (!p.transposed && s.in[k] + 2 * p.padding[k] - span - 1 < 0))
-      fail("convolution: the kernel is larger than the padded input");
+    const __int128 span = __int128{p.dilation[k]} * (s.kernel[k] - 1), in = s.in[k], padding = p.padding[k];
+    if (p.transposed) {
+      s.out[k] = output_extent((in - 1) * p.stride[k] - 2 * padding + span + p.output_padding[k] + 1);
+    } else {
+      const __int128 reach = in + 2 * padding - span - 1;
+      s.out[k] = output_extent(reach < 0 ? reach : reach / p.stride[k] + 1);
+    }
   }
   return s;
 }
@@ -89,11 +102,13 @@ int64_t flat(const Triple& pos, const Triple& dims) { return (pos[0] * dims[1] +
 
 Tensor convolve(const Tensor& x, const Tensor& w, int nd, const ConvParams& p) {
   const ConvShape s = conv_shape(x, w, nd, p);
+  // Refuses an output past the memory limit (or 2^40 elements) before any product of its extents.
+  WorkingDoubles working = working_doubles({s.batch, s.out[0], s.out[1], s.out[2], s.cout});
+  std::vector<double>& acc = working.values;
   const std::vector<double> xv = to_doubles(x), wv = to_doubles(w);
   const int64_t cin_g = s.cin / p.groups, cout_g = s.cout / p.groups;
   const int64_t out_spatial = s.out[0] * s.out[1] * s.out[2];
   const int64_t in_spatial = s.in[0] * s.in[1] * s.in[2];
-  std::vector<double> acc(static_cast<size_t>(s.batch * out_spatial * s.cout), 0.0);
   for (int64_t n = 0; n < s.batch; ++n)
     for_each_tap(s, p, [&](const Triple& o, const Triple& i, const Triple& k) {
       const double* xin = xv.data() + (n * in_spatial + flat(i, s.in)) * s.cin;

@@ -70,11 +70,6 @@ std::vector<double> doubles_of(const Tensor& t) {
   return out;
 }
 
-WorkingDoubles working_doubles(const Shape& shape, double fill) {
-  MemoryCharge charge(tensor_bytes(DType::Float64, shape), DType::Float64, shape);  // refuses before allocating
-  return {std::move(charge), std::vector<double>(static_cast<size_t>(shape_numel(shape)), fill)};
-}
-
 int64_t normalize_index(int64_t i, int64_t dim, const char* what) {
   const int64_t wrapped = i < 0 ? i + dim : i;
   if (wrapped < 0 || wrapped >= dim)

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/memory_budget.h"
+#include "backend/cpu/working_memory.h"
 #include "runtime/backend.h"
 
 namespace wgml::backend::cpu::onnx_ops {
@@ -46,14 +46,6 @@ void kernel(const ir::OnnxOp& op, runtime::ExecContext& ctx) {
 std::vector<int64_t> ints_of(const Tensor& t);
 std::vector<double> doubles_of(const Tensor& t);
 int64_t normalize_index(int64_t i, int64_t dim, const char* what);
-
-// Working doubles of a float64 `shape`, filled with `fill`, counted against the session's memory
-// budget like a tensor: a size read from a model's attributes or shape inputs must not bypass it.
-struct WorkingDoubles {
-  MemoryCharge charge;
-  std::vector<double> values;
-};
-WorkingDoubles working_doubles(const Shape& shape, double fill = 0);
 
 // Each family registers its ops (one file each).
 void register_elementwise_ops(runtime::KernelTable& t);
