@@ -4,6 +4,7 @@
 
 #include "core/memory_budget.h"
 #include "runtime/constant_folding.h"
+#include "runtime/exec_context.h"
 #include "wgml/error.h"
 
 namespace wgml::runtime {
@@ -44,6 +45,15 @@ Shape shape_of(const ir::TensorMeta& meta) {
 
 void check_declared_tensor_sizes(const ir::Model& model, uint64_t limit_bytes) {
   const ir::Program& p = model.program;
+  // The executor holds a Tensor per tensor slot and a value per value slot whatever the program
+  // uses (the payload caps each count at 2^24): a few hundred bytes of file can declare tables
+  // of hundreds of megabytes, which count like a tensor.
+  const uint64_t tables = p.num_tensors() * sizeof(Tensor) + uint64_t{p.num_values} * sizeof(ScalarValue);
+  if (tables > limit_bytes)
+    throw Error(ErrorCode::ResourceLimit, model.path + ": " + std::to_string(p.num_tensors()) + " tensor slots and " +
+                                              std::to_string(p.num_values) + " value slots take " + describe_bytes(tables) +
+                                              " of slot tables, above the memory limit of " + describe_bytes(limit_bytes) +
+                                              " (SessionOptions::max_memory_bytes, --max-memory)");
   for (uint64_t t = p.num_constant_tensors; t < p.num_tensors(); ++t) {
     const ir::Tid tid{static_cast<uint32_t>(t)};
     const ir::TensorMeta* meta = p.meta(tid);

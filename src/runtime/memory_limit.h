@@ -9,7 +9,8 @@
 namespace wgml::runtime {
 
 // Throws ErrorCode::ResourceLimit naming the tensor, the instruction that writes it, its shape and
-// its size. Constants are not checked: their bytes are the file's, mapped, not allocated.
+// its size. Constants are not checked: their bytes are the file's, mapped, not allocated. The
+// executor's slot tables (one entry per declared slot) are checked the same way.
 void check_declared_tensor_sizes(const ir::Model& model, uint64_t limit_bytes);
 
 }  // namespace wgml::runtime

@@ -95,6 +95,22 @@ TEST(MemoryLimit, ASmallLimitRefusesTheFirstTensorThatDoesNotFit) {
   EXPECT_THAT(e.what(), HasSubstr("float32 [3, 262144] (3.0 MiB (3145728 bytes))"));
 }
 
+// A program of a few hundred bytes may declare 2^24 slots: the executor's tables for them (a
+// Tensor each) count against the limit at load like a tensor would (fuzz_execute spent 10 s
+// building and clearing them under ASan).
+TEST(MemoryLimit, ProgramDeclaringMillionsOfSlotsIsRefusedAtLoad) {
+  const t::TempDir dir;
+  mx::MLXGraphT g = t::tiny_graph();
+  g.num_temp_tensors = (1 << 24) - 3;
+  SessionOptions options;
+  options.max_memory_bytes = 1 << 20;
+  const std::string path = t::write_pte_model(dir, "many_slots", g, t::tiny_constants());
+  const Error e = error_of([&] { Session session(path, options); });
+  EXPECT_EQ(e.code(), ErrorCode::ResourceLimit);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("16777216 tensor slots"), HasSubstr("of slot tables")));
+  EXPECT_NO_THROW(Session(t::write_pte_model(dir, "few_slots", t::tiny_graph(), t::tiny_constants()), options));
+}
+
 // A program whose output is Conv1D(x, w) with the given stride and padding: x the input, float32
 // [1, 8, 1]; w the tiny constant as [1, 4, 1] (one output channel, a kernel of 4).
 std::string write_conv_program(const t::TempDir& dir, int32_t stride, int32_t padding) {
