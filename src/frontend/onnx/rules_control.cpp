@@ -195,7 +195,8 @@ void loop(NodeLowering& n) {
   const pb::GraphProto* body = n.attr_graph("body");
   if (!body) n.fail("a body graph");
   if (!n.has_input(0)) n.unsupported("a Loop without a trip count (it runs until its condition turns false)");
-  const int carried = static_cast<int>(n.num_inputs()) - 2;
+  // M and cond may be all the node lists (trailing optional inputs omitted): then nothing is carried.
+  const int carried = std::max(static_cast<int>(n.num_inputs()) - 2, 0);
   if (body->input_size() != carried + 2 || body->output_size() < carried + 1)
     n.fail("a body with " + std::to_string(carried + 2) + " inputs and at least " + std::to_string(carried + 1) + " outputs");
   if (!condition_stays_true(*body)) n.unsupported("a Loop whose body computes its condition (early exit)");

@@ -192,6 +192,20 @@ TEST(OnnxMalformed, ShapesThatDoNotBroadcastAtRunTimeNameTheNode) {
   }
 }
 
+// A Loop listing only its trip count, whose body has one input where two (iteration, condition)
+// are due: an error naming the node, never a read past the body's inputs.
+TEST(OnnxMalformed, ALoopBodyWithoutItsConditionInputNamesTheNode) {
+  OnnxModel m;
+  m.input("x", kFloat, {1}).output("y", kFloat, {1});
+  m.initializer("trips", std::vector<int64_t>{2}, {});
+  ::onnx::GraphProto body;
+  add_value_info(body.add_input(), "i", kInt64, {});
+  add_value_info(body.add_output(), "i", kInt64, {});
+  set_attr(m.node("Loop", {"trips"}, {"y"}, "loop"), "body", body);
+  const Error e = load_error(m.write(fresh_directory("loop_body")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'loop' (Loop)"), HasSubstr("expected a body with 2 inputs")));
+}
+
 // Runs `m` (its one input x: float32 [1, 1, 2, 2]) under a 1 MiB memory limit and expects the
 // node `node` to be refused with ResourceLimit before its working memory is allocated.
 void expect_working_memory_refused(const OnnxModel& m, const std::string& node) {
