@@ -92,6 +92,8 @@ struct ScanResult {
 
 ScanResult emit_scan(NodeLowering& n, const pb::GraphProto& body, const ScanParts& parts) {
   const size_t carried = parts.carried_initial.size();
+  if (body.output_size() < parts.skipped_body_outputs + static_cast<int>(carried))
+    n.fail("a body with at least " + std::to_string(parts.skipped_body_outputs + carried) + " outputs");
   std::vector<Tid> carry, originals, sliced, outputs;
   for (const Value& v : parts.carried_initial) {
     const Tid slot = n.g.new_temp();
@@ -234,6 +236,14 @@ void scan(NodeLowering& n) {
   const std::vector<int64_t> input_directions = n.attr_ints("scan_input_directions");
   const std::vector<int64_t> output_axes = n.attr_ints("scan_output_axes");
   const std::vector<int64_t> output_directions = n.attr_ints("scan_output_directions");
+  const size_t scan_outputs = static_cast<size_t>(std::max(body->output_size() - carried, 0));
+  for (const auto& [list, count] :
+       {std::pair(&input_axes, scanned), std::pair(&input_directions, scanned),
+        std::pair(&output_axes, static_cast<int>(scan_outputs)), std::pair(&output_directions, static_cast<int>(scan_outputs))})
+    if (!list->empty() && list->size() != static_cast<size_t>(count))
+      n.fail(
+          "scan_input_axes and scan_input_directions with one value per scanned input, scan_output_axes and "
+          "scan_output_directions with one per scanned output (or none)");
   ScanParts parts;
   for (int i = 0; i < carried; ++i) {
     parts.carried_initial.push_back(n.in(i));

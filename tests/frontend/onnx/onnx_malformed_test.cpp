@@ -206,6 +206,28 @@ TEST(OnnxMalformed, ALoopBodyWithoutItsConditionInputNamesTheNode) {
   EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'loop' (Loop)"), HasSubstr("expected a body with 2 inputs")));
 }
 
+// scan_input_axes must give an axis for each scanned input: one for two is an error naming the
+// node, never a read past the attribute's values.
+TEST(OnnxMalformed, AScanWithTooFewInputAxesNamesTheNode) {
+  OnnxModel m;
+  m.input("x", kFloat, {2, 1}).output("y", kFloat, {2, 1});
+  ::onnx::GraphProto body;
+  add_value_info(body.add_input(), "a", kFloat, {1});
+  add_value_info(body.add_input(), "b", kFloat, {1});
+  add_value_info(body.add_output(), "s", kFloat, {1});
+  ::onnx::NodeProto* add = body.add_node();
+  add->set_op_type("Add");
+  add->add_input("a");
+  add->add_input("b");
+  add->add_output("s");
+  ::onnx::NodeProto& scan = m.node("Scan", {"x", "x"}, {"y"}, "scan");
+  set_attr(scan, "body", body);
+  set_attr(scan, "num_scan_inputs", int64_t{2});
+  set_attr(scan, "scan_input_axes", std::vector<int64_t>{0});
+  const Error e = load_error(m.write(fresh_directory("scan_axes")));
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("node 'scan' (Scan)"), HasSubstr("one value per scanned input")));
+}
+
 // Runs `m` (its one input x: float32 [1, 1, 2, 2]) under a 1 MiB memory limit and expects the
 // node `node` to be refused with ResourceLimit before its working memory is allocated.
 void expect_working_memory_refused(const OnnxModel& m, const std::string& node) {
