@@ -6,10 +6,12 @@ fuzz_tensor_proto.cpp).
 
 Small models (a few hundred bytes each) that reach the loader's main paths: initializers and
 Constant nodes, dynamic dims and shape arithmetic, convolution and pooling, a kept ai.onnx op,
-subgraphs (If, Loop), attention, ONNX Runtime's contrib ops (a chain of SkipLayerNormalization,
-MatMulNBits, FastGelu and DynamicQuantizeMatMul), and an external-data reference. TensorProto files (`wgml run
---input x=x.pb`) in each way a tensor's elements can be stored: raw_data, the typed fields
-(float_data, int32_data for narrow types, int64_data, double_data), and external data.
+subgraphs (If, Loop), run-time int64s beyond int32 (a Range from 5e9, a ConstantOfShape of 2^32
+elements to refuse), attention, ONNX Runtime's contrib ops (a chain of SkipLayerNormalization,
+MatMulNBits, FastGelu and DynamicQuantizeMatMul), and external-data references (one through the
+name of a folder link). TensorProto files (`wgml run --input x=x.pb`) in each way a tensor's elements
+can be stored: raw_data, the typed fields (float_data, int32_data for narrow types, int64_data,
+double_data), and external data (plain and through the name of a folder link).
 """
 import os
 import sys
@@ -85,6 +87,22 @@ def loop():
     return model([node], [vi("x", F, [1])], [vi("y", F, [1])], [trips, cond])
 
 
+def int64_values():
+    """Run-time int64s beyond int32: a Range from n + 5e9 and a ConstantOfShape of n * 2^32 (refused)."""
+    big = numpy_helper.from_array(np.array(5_000_000_000, np.int64), "big")
+    three = numpy_helper.from_array(np.array(3, np.int64), "three")
+    one = numpy_helper.from_array(np.array(1, np.int64), "one")
+    wide = numpy_helper.from_array(np.array([2**32], np.int64), "wide")
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Squeeze", ["s"], ["n"]),
+             helper.make_node("Add", ["n", "big"], ["start"]),
+             helper.make_node("Add", ["start", "three"], ["limit"]),
+             helper.make_node("Range", ["start", "limit", "one"], ["y"]),
+             helper.make_node("Mul", ["s", "wide"], ["huge"]),
+             helper.make_node("ConstantOfShape", ["huge"], ["z"])]
+    return model(nodes, [vi("x", F, ["n"])], [vi("y", I64, [3]), vi("z", F, [None])], [big, three, one, wide])
+
+
 def attention():
     node = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1)
     return model([node], [vi("q", F, [1, 2, 3, 4]), vi("k", F, [1, 2, 3, 4]), vi("v", F, [1, 2, 3, 4])],
@@ -109,13 +127,29 @@ def contrib_ops():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)], ir_version=8)
 
 
-def external_data():
-    w = TensorProto(name="w", data_type=F, dims=[2])
-    w.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "weights.bin"), ("offset", "0"), ("length", "8")):
-        entry = w.external_data.add()
+def external_tensor(name, location):
+    t = TensorProto(name=name, data_type=F, dims=[2])
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", "8")):
+        entry = t.external_data.add()
         entry.key, entry.value = key, value
+    return t
+
+
+def external_model(location):
+    w = external_tensor("w", location)
     return model([helper.make_node("Mul", ["x", "w"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])], [w])
+
+
+def external_data():
+    return external_model("weights.bin")
+
+
+def external_data_through_link():
+    """A location through a folder link (up -> ../..) as tests/frontend/onnx/onnx_untrusted_files_test.cpp
+    makes one. The fuzz targets load from a folder that does not exist, so no link is there: this seed
+    reaches the textual checks and the path resolution, which refuses it as an I/O error."""
+    return external_model("up/secret.bin")
 
 
 def tensor_protos():
@@ -126,12 +160,9 @@ def tensor_protos():
     typed_int64 = helper.make_tensor("typed_int64", I64, [2], [7, -9])
     typed_double = helper.make_tensor("typed_double", TensorProto.DOUBLE, [], [0.5])
     typed_bool = helper.make_tensor("typed_bool", TensorProto.BOOL, [3], [True, False, True])
-    external = TensorProto(name="external", data_type=F, dims=[2])
-    external.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "x.bin"), ("offset", "0"), ("length", "8")):
-        entry = external.external_data.add()
-        entry.key, entry.value = key, value
-    return [raw, half, typed_float, typed_int8, typed_int64, typed_double, typed_bool, external]
+    external = external_tensor("external", "x.bin")
+    external_through_link = external_tensor("external_through_link", "up/secret.bin")
+    return [raw, half, typed_float, typed_int8, typed_int64, typed_double, typed_bool, external, external_through_link]
 
 
 def write(path, data):
@@ -143,7 +174,8 @@ def write(path, data):
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for make in (dense, shape_arithmetic, conv_pool, resize, branches, loop, attention, contrib_ops, external_data):
+    for make in (dense, shape_arithmetic, conv_pool, resize, branches, loop, int64_values, attention, contrib_ops,
+                 external_data, external_data_through_link):
         write(os.path.join(out, f"{make.__name__}.onnx"), make().SerializeToString())
     if len(sys.argv) > 2:
         os.makedirs(sys.argv[2], exist_ok=True)

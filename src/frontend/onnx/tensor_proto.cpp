@@ -1,5 +1,6 @@
 #include "frontend/onnx/tensor_proto.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -43,7 +44,44 @@ uint64_t parse_u64(const std::string& text, const TensorSource& s, const std::st
   return std::stoull(text);
 }
 
-// External data lives in a file next to the model; paths may not leave that directory.
+[[noreturn]] void unresolvable(const TensorSource& s, const std::string& where, const std::string& location,
+                               const std::filesystem::path& path, const std::error_code& error) {
+  throw Error(ErrorCode::Io, s.path + ": " + where + ": external_data 'location' '" + location + "': cannot resolve '" +
+                                 path.string() + "': " + error.message());
+}
+
+// Component-wise: /models/a-b does not lie inside /models/a.
+bool lies_inside(const std::filesystem::path& path, const std::filesystem::path& folder) {
+  return std::mismatch(folder.begin(), folder.end(), path.begin(), path.end()).first == folder.end();
+}
+
+// The file at `location`, which must resolve, symbolic links followed, to a file inside the model folder.
+io::ByteView external_file(const TensorSource& s, const std::string& where, const std::string& location) {
+  ExternalFiles& files = *s.external_files;
+  std::error_code error;
+  if (files.folder.empty()) {
+    const std::filesystem::path folder = s.directory.empty() ? "." : s.directory;
+    files.folder = std::filesystem::canonical(folder, error);
+    if (error) unresolvable(s, where, location, folder, error);
+  }
+  const std::filesystem::path joined = files.folder / location;
+  const std::filesystem::path real = std::filesystem::canonical(joined, error);
+  if (error) unresolvable(s, where, location, joined, error);
+  if (!lies_inside(real, files.folder))
+    bad(s, where,
+        "external_data 'location' '" + location + "' resolves through a symbolic link to '" + real.string() +
+            "', outside the model folder '" + files.folder.string() + "'");
+  auto it = files.mapped.find(real);
+  if (it != files.mapped.end()) return it->second;
+  try {
+    return files.mapped.emplace(real, io::map_file(real.string())).first->second;
+  } catch (const Error& e) {  // a FIFO, a directory, a file that cannot be read: named with the tensor
+    throw Error(e.code(), s.path + ": " + where + ": external_data 'location' '" + location + "': " + e.what());
+  }
+}
+
+// External data lives in a file next to the model; paths may not leave that directory, by name or
+// through a link.
 io::ByteView external_bytes(const pb::TensorProto& t, const TensorSource& s, const std::string& where, uint64_t expected) {
   const std::string location = external_field(t, "location");
   const std::filesystem::path rel(location);
@@ -51,10 +89,11 @@ io::ByteView external_bytes(const pb::TensorProto& t, const TensorSource& s, con
     bad(s, where, "external_data 'location': expected a relative path, found '" + location + "'");
   for (const auto& part : rel)
     if (part == "..") bad(s, where, "external_data 'location' may not contain '..'");
+  if (location.find('\0') != std::string::npos) bad(s, where, "external_data 'location' may not contain a NUL byte");
   const std::string offset_text = external_field(t, "offset");
   const std::string length_text = external_field(t, "length");
   const uint64_t offset = offset_text.empty() ? 0 : parse_u64(offset_text, s, where, "offset");
-  const io::ByteView file = io::map_file((std::filesystem::path(s.directory) / rel).string());
+  const io::ByteView file = external_file(s, where, location);
   const uint64_t length =
       length_text.empty() ? file.size - std::min<uint64_t>(offset, file.size) : parse_u64(length_text, s, where, "length");
   if (!file.contains(offset, length))
