@@ -45,15 +45,21 @@ std::string output_file_stem(std::string_view name) {
 }
 
 std::vector<std::string> output_file_stems(const std::vector<std::string>& names) {
-  std::vector<std::string> stems;
+  std::vector<std::string> stems(names.size());
   std::set<std::string> taken;  // upper-cased: Windows and macOS file systems ignore case
-  for (const std::string& name : names) {
-    const std::string base = output_file_stem(name);
+  auto claim = [&](size_t i) {
+    const std::string base = output_file_stem(names[i]);
     std::string stem = base;
     for (int n = 2; taken.count(ascii_upper(stem)); ++n) stem = base + "-" + std::to_string(n);
     taken.insert(ascii_upper(stem));
-    stems.push_back(std::move(stem));
-  }
+    stems[i] = std::move(stem);
+  };
+  // Names that are already plain file names claim theirs first, so a renamed name never takes a
+  // plain one's file ("a/b" then "a_b": "a_b" keeps "a_b").
+  for (size_t i = 0; i < names.size(); ++i)
+    if (output_file_stem(names[i]) == names[i]) claim(i);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (stems[i].empty()) claim(i);
   return stems;
 }
 

@@ -10,8 +10,9 @@
 //   4. a '.' that is first, last or follows another '.' becomes '_' (no hidden files, no "..");
 //   5. an empty result becomes "output"; a stem whose part before its first '.' is a Windows device
 //      name (CON, NUL, COM1, ...) gets a leading '_';
-//   6. a stem already taken by an earlier output (compared ignoring ASCII case) gets the first free
-//      suffix "-2", "-3", ...
+//   6. stems are claimed first by the names that are already plain file names (they keep them), then
+//      by the others in order; a stem already taken (compared ignoring ASCII case) gets the first
+//      free suffix "-2", "-3", ...
 //
 // The file is STEM.npy, or STEM.stepK.npy for the K-th of several calls. A name already made of
 // [A-Za-z0-9._-] with no leading, trailing or doubled dot keeps its own name.

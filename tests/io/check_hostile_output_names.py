@@ -27,8 +27,8 @@ HOSTILE = [
     ("L" * 300, "L" * 100 + ".npy"),
     ("ctl\x01\x1fname", "ctlname.npy"),
     ("a:b*c?d|e<f>g\"h\\i", "a_b_c_d_e_f_g_h_i.npy"),
-    ("a/b", "a_b.npy"),
-    ("a_b", "a_b-2.npy"),  # the same file as "a/b": numbered
+    ("a/b", "a_b-2.npy"),  # the same file as the plain name "a_b": numbered, though it comes first
+    ("a_b", "a_b.npy"),  # a plain name keeps its own file
     ("CON", "_CON.npy"),
 ]
 

@@ -78,11 +78,15 @@ TEST(OutputFileStem, NonAsciiBytesBecomeUnderscores) {
 }
 
 TEST(OutputFileStems, NamesMappingToOneFileGetNumberedSuffixesInOutputOrder) {
-  EXPECT_EQ(output_file_stems({"a/b", "a_b", "a:b", "A_B"}), (std::vector<std::string>{"a_b", "a_b-2", "a_b-3", "A_B-4"}));
+  EXPECT_EQ(output_file_stems({"a/b", "a:b", "a b"}), (std::vector<std::string>{"a_b", "a_b-2", "a_b-3"}));
+}
+
+TEST(OutputFileStems, APlainNameKeepsItsOwnFileWhateverComesFirst) {
+  EXPECT_EQ(output_file_stems({"a/b", "a_b", "a:b", "A_B"}), (std::vector<std::string>{"a_b-3", "a_b", "a_b-4", "A_B-2"}));
 }
 
 TEST(OutputFileStems, ASuffixedNameThatIsAlsoARealNameIsNumberedAgain) {
-  EXPECT_EQ(output_file_stems({"x", "x/", "x_-2", "x_"}), (std::vector<std::string>{"x", "x_", "x_-2", "x_-3"}));
+  EXPECT_EQ(output_file_stems({"x", "x/", "x_-2", "x_"}), (std::vector<std::string>{"x", "x_-3", "x_-2", "x_"}));
 }
 
 TEST(OutputFileStems, TruncatedNamesThatCollideStayDistinct) {
