@@ -26,8 +26,11 @@ constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) throw Error(ErrorCode::Runtime, "negative dimension in tensor shape");
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t d = shape[i];
+    if (d < 0)
+      throw Error(ErrorCode::Runtime,
+                  "tensor shape " + describe_shape(shape) + ": dimension " + std::to_string(i) + " is negative");
     if (d != 0 && n > kMaxTensorBytes / d)
       throw Error(ErrorCode::ResourceLimit, "tensor shape " + describe_shape(shape) + " has more than 2^40 elements");
     n *= d;

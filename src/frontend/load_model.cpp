@@ -59,11 +59,13 @@ ir::Model load_model(const std::string& path, const LoadOptions& options) {
 ir::Model load_model(const std::string& path, const io::ByteView& file, const LoadOptions& options) {
   ir::Model model;
   model.path = path;
+  // Protobuf has no magic bytes: ONNX models are recognised by their extension.
+  const bool onnx_file = onnx::has_onnx_extension(path);
   if (file.size == 0)
     throw Error(ErrorCode::InvalidFormat,
-                path + ": byte 0: expected an ExecuTorch program or an MLX delegate payload, found an empty file");
-  // Protobuf has no magic bytes: ONNX models are recognised by their extension.
-  if (onnx::has_onnx_extension(path)) return onnx::load_onnx_model(path, file);
+                path + ": the file is empty: expected " +
+                    (onnx_file ? "an ONNX model (a ModelProto)" : "an ExecuTorch program or an MLX delegate payload"));
+  if (onnx_file) return onnx::load_onnx_model(path, file);
   if (ir::looks_like_payload(file)) {
     model.format = ir::ModelFormat::Payload;
     model.program = ir::read_payload(file, path);

@@ -258,6 +258,7 @@ int list_ops(bool json) {
   const nlohmann::json support = wgml::api::op_support();
   if (json) {
     std::cout << support.dump(2) << "\n";
+  app.set_version_flag("--version", "wgml " WGML_VERSION);
     return 0;
   }
   for (const auto& op : support["ops"])
