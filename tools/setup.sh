@@ -11,7 +11,7 @@ debian_packages=(
   cmake ninja-build g++ clang clang-format libclang-rt-14-dev ccache python3 python3-venv python3-dev
   flatbuffers-compiler libflatbuffers-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libprotobuf-dev protobuf-compiler
-  pkg-config curl patch libre2-dev libpcre2-dev libsentencepiece-dev
+  pkg-config curl patch libre2-dev libpcre2-dev
 )
 
 missing=()
@@ -69,6 +69,9 @@ fi
 # pytorch/tokenizers (ExecuTorch's tokenizer library), the PyPI sdist's C++ sources, into
 # .cache/tokenizers: src/llm builds them against the Debian packages above.
 "$repo/tools/llm/fetch_tokenizers.sh" >/dev/null
+# SentencePiece, the PyPI sdist's C++ sources, into .cache/sentencepiece: src/llm builds them
+# against the system protobuf (Debian's libsentencepiece carries a protobuf of its own).
+"$repo/tools/llm/fetch_sentencepiece.sh" >/dev/null
 # The official silero-vad ONNX models (PyPI silero-vad, pinned) into .cache/silero-vad: the
 # CTests onnx_silero_vad* compare every shipped variant with onnxruntime.
 "$repo/tools/onnx/fetch_silero_vad.sh" "$repo/.cache/silero-vad"

@@ -125,10 +125,9 @@ class SentencePieceCodec : public Codec {
       if (!status.ok()) *message = status.ToString();
       return status.ok();
     } catch (const std::exception& e) {
-      // Debian's libsentencepiece carries its own protobuf-lite (3.14); in a program that also
-      // links the system protobuf (the ONNX frontend's), the two clash and its version check throws.
-      throw Error(ErrorCode::Unsupported,
-                  path_ + ": SentencePiece could not read the model (" + e.what() + "); see docs/llm.md, \"Tokenizers\"");
+      // The library reports a bad model through its status; what throws is protobuf itself (out
+      // of memory on a huge declared field).
+      throw Error(ErrorCode::Runtime, path_ + ": SentencePiece could not read the model: " + e.what());
     }
   }
 
