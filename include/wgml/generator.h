@@ -32,9 +32,17 @@ struct GenerationOptions {
   int64_t max_new_tokens = 128;
   SamplingOptions sampling;
   std::vector<int64_t> stop_tokens;  // generation ends after emitting one of these
-  // The program's sequence capacity (its KV cache length); 0 when unknown. Generation stops
-  // before it; without it, a step past the cache fails with the program's own error.
+  // The most positions the sequence may take, prompt included; 0: the program's own context
+  // (Generator::max_context()). More than the program's context is an error.
   int64_t max_sequence = 0;
+};
+
+// Why generate() returned.
+enum class StopReason {
+  MaxNewTokens,  // max_new_tokens were made
+  StopToken,     // a stop token was made
+  Callback,      // the token callback returned false
+  ContextFull,   // the sequence filled the context (max_sequence, or the program's context)
 };
 
 // Where the time of one generate() call went. Counters are zero on the CPU.
@@ -47,6 +55,7 @@ struct GenerationStats {
   double decode_ms = 0;       // every later token: its call, its logits read and its sampling
   RunStats decode_totals;     // GPU work of the decode steps together
   int64_t decode_steps = 0;   // tokens made by a 1-token call
+  StopReason stop_reason = StopReason::MaxNewTokens;
   double prompt_tokens_per_s() const { return prefill_ms > 0 ? prompt_tokens * 1e3 / prefill_ms : 0; }
   double decode_tokens_per_s() const { return decode_ms > 0 ? decode_steps * 1e3 / decode_ms : 0; }
 };
@@ -63,11 +72,17 @@ class Generator {
   // The most tokens one call takes (the token input's upper bound; 1 for a decode-only export).
   int64_t max_tokens_per_call() const { return max_tokens_per_call_; }
   int64_t vocab_size() const { return vocab_size_; }
+  // The most positions the program's KV cache holds: its metadata get_max_ctx_len (ExecuTorch's
+  // LLM export writes it), else the sequence dim of its KV caches (rank-4 mutable buffers
+  // [batch, kv_heads, positions, head_dim]); 0 when neither is known.
+  int64_t max_context() const { return max_context_; }
   // Tokens in the cache so far: the next call writes at this position.
   int64_t position() const { return position_; }
 
   // Feeds `prompt` (at least one token) after what the cache holds, then samples up to max_new_tokens; returns the new
-  // tokens (a stop token included).
+  // tokens (a stop token included). Ends when the sequence fills the context (stats().stop_reason
+  // says so). Throws wgml::Error(InvalidArgument) when the prompt does not fit the context, or
+  // when options.max_sequence exceeds max_context().
   std::vector<int64_t> generate(std::span<const int64_t> prompt, const GenerationOptions& options,
                                 const TokenCallback& on_token = {});
   // Forgets the sequence: the next generate() starts at position 0 (the stale cache entries are
@@ -81,11 +96,14 @@ class Generator {
 
  private:
   std::vector<Value> inputs_for(std::span<const int64_t> tokens) const;
+  // The positions this generation may fill: options.max_sequence, or the program's context.
+  int64_t sequence_limit(const GenerationOptions& options) const;
 
   Session& session_;
   bool positions_per_token_ = true;  // cache_position [T]; else a start position [1]
   int64_t max_tokens_per_call_ = 1;
   int64_t vocab_size_ = 0;
+  int64_t max_context_ = 0;
   int64_t position_ = 0;
   GenerationStats stats_;
 };

@@ -16,6 +16,7 @@
 // may read one Tensor (or copies sharing its storage) at once once its bytes are on the host; the
 // first data() of a WebGPU output downloads it, so make that first read on one thread.
 // tests/api/session_concurrency_test.cpp checks this under ThreadSanitizer (tools/build.sh tsan).
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -131,6 +132,11 @@ class Session {
 
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;
+  // The state kept between runs (KV caches), named as the program names it.
+  const std::vector<IoInfo>& mutable_buffers() const;
+  // What the program says about itself as integers: a .pte's constant methods (ExecuTorch's LLM
+  // export writes get_max_ctx_len, get_prefill_chunk_size, ...), by name; empty for other formats.
+  const std::map<std::string, int64_t>& metadata() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
   // Forgets what earlier runs left in the mutable buffers (a KV cache): they hold what they held
   // after loading.

@@ -39,6 +39,20 @@ std::vector<int64_t> generate(GeneratorHandle& g, const std::vector<int64_t>& pr
   return with_session(g.session, [&](Session&) { return g.generator.generate(prompt, options, callback); });
 }
 
+const char* stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::MaxNewTokens:
+      return "max_new_tokens";
+    case StopReason::StopToken:
+      return "stop_token";
+    case StopReason::Callback:
+      return "callback";
+    case StopReason::ContextFull:
+      return "context_full";
+  }
+  return "?";
+}
+
 void bind_generation_stats(nb::module_& m) {
   nb::class_<GenerationStats>(m, "GenerationStats", "Where the time of one generate() call went.")
       .def_ro("prompt_tokens", &GenerationStats::prompt_tokens)
@@ -49,6 +63,9 @@ void bind_generation_stats(nb::module_& m) {
       .def_ro("decode_ms", &GenerationStats::decode_ms, "every later token: its call, its logits read and its sampling")
       .def_ro("decode_totals", &GenerationStats::decode_totals, "GPU work of the decode steps together")
       .def_ro("decode_steps", &GenerationStats::decode_steps, "tokens made by a 1-token call")
+      .def_prop_ro(
+          "stop_reason", [](const GenerationStats& s) { return stop_reason_name(s.stop_reason); },
+          "why generation ended: 'max_new_tokens', 'stop_token', 'callback' or 'context_full'")
       .def_prop_ro("prompt_tokens_per_s", &GenerationStats::prompt_tokens_per_s)
       .def_prop_ro("decode_tokens_per_s", &GenerationStats::decode_tokens_per_s);
 }
@@ -65,6 +82,7 @@ void bind_generator(nb::module_& m) {
       .def_prop_ro("max_tokens_per_call", [](const GeneratorHandle& g) { return g.generator.max_tokens_per_call(); })
       .def_prop_ro("vocab_size", [](const GeneratorHandle& g) { return g.generator.vocab_size(); })
       .def_prop_ro("position", [](const GeneratorHandle& g) { return g.generator.position(); })
+      .def_prop_ro("max_context", [](const GeneratorHandle& g) { return g.generator.max_context(); })
       .def("generate", &generate, "prompt"_a, "max_new_tokens"_a, "temperature"_a, "top_k"_a, "top_p"_a, "seed"_a,
            "stop_tokens"_a, "max_sequence"_a, "on_token"_a.none(),
            "Feeds the prompt, then samples; on_token(token) -> bool hears each new token (False stops). Releases the GIL.")

@@ -13,6 +13,7 @@ from typing import Any, Union
 import numpy as np
 
 from . import _wgml
+from .errors import InvalidArgumentError
 from .session import Session
 
 Tokenizer = _wgml.Tokenizer
@@ -23,7 +24,9 @@ TextStream = _wgml.TextStream
 class GenerationOptions:
     """How to generate: ``temperature`` 0 is greedy (argmax); top_k 0 takes every token; top_p is
     the nucleus mass; ``stop_tokens`` end generation after being emitted; ``max_sequence`` is the
-    program's sequence capacity (0: unknown), before which generation stops."""
+    most positions the prompt and new tokens may fill (0: the program's context,
+    :attr:`Generator.max_context`; more than it raises :class:`wgml.InvalidArgumentError`).
+    Generation ends when they are full (``Generator.stats.stop_reason`` is ``"context_full"``)."""
 
     max_new_tokens: int = 128
     temperature: float = 0.0
@@ -64,6 +67,12 @@ class Generator:
     def position(self) -> int:
         """Tokens in the cache so far: the next call writes at this position."""
         return self._native.position
+
+    @property
+    def max_context(self) -> int:
+        """The most positions the program's KV cache holds (its ``get_max_ctx_len``, else its KV
+        caches' length; 0 when unknown): generation stops there."""
+        return self._native.max_context
 
     @property
     def stats(self) -> _wgml.GenerationStats:
@@ -146,6 +155,8 @@ def generate(model: Union[str, os.PathLike[str], Session], prompt: Union[str, Se
     Yields:
         The text each token completes (whole characters only), then what was held back.
     """
+    if isinstance(prompt, str) and not prompt:
+        raise InvalidArgumentError("generate: expected a non-empty prompt (text, or token ids)")
     session = model if isinstance(model, Session) else Session(model, device)
     if not isinstance(tokenizer, Tokenizer):
         tokenizer = Tokenizer(str(tokenizer or os.path.dirname(os.path.abspath(session.path))))

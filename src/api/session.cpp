@@ -18,14 +18,31 @@
 namespace wgml {
 namespace {
 
+void add_dims(IoInfo& info, const std::vector<ir::Dim>& shape) {
+  for (const ir::Dim& d : shape) {
+    info.shape.push_back(d.is_static() ? d.value : -1);
+    info.max_shape.push_back(d.is_static() ? d.value : d.max_value);
+  }
+}
+
 std::vector<IoInfo> io_infos(const std::vector<frontend::IoSummary>& list) {
   std::vector<IoInfo> out;
   for (const auto& s : list) {
     IoInfo info{s.name, s.kind, dtype_from_name(s.dtype).value_or(DType::Float32), {}, {}};
-    for (const ir::Dim& d : s.shape) {
-      info.shape.push_back(d.is_static() ? d.value : -1);
-      info.max_shape.push_back(d.is_static() ? d.value : d.max_value);
-    }
+    add_dims(info, s.shape);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::vector<IoInfo> mutable_buffer_infos(const ir::Program& program) {
+  std::vector<IoInfo> out;
+  for (const ir::Slot& slot : program.mutable_buffers) {
+    const ir::TensorMeta* meta = slot.type == ir::SlotType::Tensor ? program.meta(ir::Tid{slot.idx}) : nullptr;
+    if (!meta) continue;
+    const ir::NamedSlot* named = program.named_slot_of_tensor(slot.idx);
+    IoInfo info{named ? named->name : "mutable_buffer " + std::to_string(slot.idx), "tensor", meta->dtype, {}, {}};
+    add_dims(info, meta->shape);
     out.push_back(std::move(info));
   }
   return out;
@@ -55,7 +72,8 @@ struct Session::Impl {
   std::shared_ptr<MemoryBudget> memory;  // every tensor the session makes counts against it
   std::unique_ptr<runtime::Backend> backend;
   std::unique_ptr<runtime::Executor> executor;
-  std::vector<IoInfo> inputs, outputs;
+  std::vector<IoInfo> inputs, outputs, mutable_buffers;
+  std::map<std::string, int64_t> metadata;
   backend::webgpu::Placement placement_seen;  // placement counts already reported
   std::map<std::string, runtime::Executor::OpTime> op_times_seen;
   RunStats last_run;
@@ -79,6 +97,8 @@ Session::Session(const std::string& path, SessionOptions options) : impl_(std::m
   const frontend::ModelSummary summary = frontend::summarize(*model);
   impl_->inputs = io_infos(summary.inputs);
   impl_->outputs = io_infos(summary.outputs);
+  impl_->mutable_buffers = mutable_buffer_infos(model->program);
+  impl_->metadata = model->constant_methods;
   impl_->backend = make_backend(options);
   impl_->executor = std::make_unique<runtime::Executor>(std::move(model), *impl_->backend);
   impl_->executor->profile(options.profile);
@@ -91,6 +111,8 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+const std::vector<IoInfo>& Session::mutable_buffers() const { return impl_->mutable_buffers; }
+const std::map<std::string, int64_t>& Session::metadata() const { return impl_->metadata; }
 
 namespace {
 

@@ -77,6 +77,7 @@ ir::Model load_model(const std::string& path, const io::ByteView& file, const Lo
     model.named_data = std::move(pte.named_data);
     model.method_inputs = method_inputs(pte.method_inputs, model.program);
     model.method_outputs = method_outputs(pte.method_outputs, model.program);
+    model.constant_methods = std::move(pte.constant_methods);
   } else {
     throw Error(ErrorCode::InvalidFormat, path +
                                               ": byte 0: expected an ExecuTorch program (\"ET..\" at byte 4), an MLX "

@@ -34,6 +34,8 @@ struct Model {
   // Per .pte method output, its index in Program::outputs; empty when Program::outputs is the
   // signature.
   std::vector<size_t> method_outputs;
+  // A .pte's constant methods (get_max_ctx_len, ...): methods without inputs returning one int.
+  std::map<std::string, int64_t> constant_methods;
   // What a source format says about itself beyond the program (ONNX: producer, IR version,
   // opsets) and how many of each source op it had before lowering.
   std::map<std::string, std::string> source_info;

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "core/elements.h"
 #include "wgml/error.h"
@@ -20,6 +22,19 @@ double ms_since(Clock::time_point start) { return std::chrono::duration<double, 
 
 bool is_int64_tensor(const IoInfo& io) { return io.kind == "tensor" && io.dtype == DType::Int64; }
 
+// Where the program's context ends (Generator::max_context()). A cache read past it would attend
+// to positions it never wrote, or write outside it: ExecuTorch's programs do not check.
+int64_t program_context(const Session& session) {
+  const auto declared = session.metadata().find("get_max_ctx_len");
+  if (declared != session.metadata().end()) return declared->second;
+  int64_t smallest = 0;
+  for (const IoInfo& buffer : session.mutable_buffers()) {
+    if (buffer.shape.size() != 4 || buffer.shape[2] <= 0) continue;
+    smallest = smallest ? std::min(smallest, buffer.shape[2]) : buffer.shape[2];
+  }
+  return smallest;
+}
+
 }  // namespace
 
 Generator::Generator(Session& session) : session_(session) {
@@ -38,6 +53,7 @@ Generator::Generator(Session& session) : session_(session) {
   // holds one position per token.
   positions_per_token_ = in[1].shape[0] != 1 || in[0].shape[1] == 1;
   vocab_size_ = out[0].shape.back();
+  max_context_ = program_context(session);
 }
 
 std::vector<Value> Generator::inputs_for(std::span<const int64_t> tokens) const {
@@ -61,13 +77,29 @@ std::vector<float> Generator::forward(std::span<const int64_t> tokens) {
   return to_floats(logits->flat_range(logits->numel() - vocab_size_, vocab_size_));
 }
 
+int64_t Generator::sequence_limit(const GenerationOptions& options) const {
+  if (options.max_sequence < 0)
+    throw Error(ErrorCode::InvalidArgument, "generate: max_sequence " + std::to_string(options.max_sequence) +
+                                                " is negative (expected 0 for the program's context, or a position count)");
+  if (options.max_sequence == 0) return max_context_;
+  if (max_context_ > 0 && options.max_sequence > max_context_)
+    throw Error(ErrorCode::InvalidArgument, "generate: a maximum sequence of " + std::to_string(options.max_sequence) +
+                                                " positions (max_sequence, --max-seq-len) is beyond the program's context of " +
+                                                std::to_string(max_context_) + " positions");
+  return options.max_sequence;
+}
+
 std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const GenerationOptions& options,
                                          const TokenCallback& on_token) {
   if (prompt.empty()) throw Error(ErrorCode::InvalidArgument, "generate: expected at least one prompt token");
+  const int64_t context = sequence_limit(options);
+  if (context > 0 && position_ + static_cast<int64_t>(prompt.size()) > context)
+    throw Error(ErrorCode::InvalidArgument, "generate: the prompt of " + std::to_string(prompt.size()) + " tokens after " +
+                                                std::to_string(position_) + " cached ones does not fit the context of " +
+                                                std::to_string(context) + " positions");
   Sampler sampler(options.sampling);
   stats_ = GenerationStats{};
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
-  const auto room = [&] { return options.max_sequence <= 0 || position_ < options.max_sequence; };
   const Clock::time_point start = Clock::now();
   std::vector<float> logits;
   for (size_t done = 0; done < prompt.size(); ++stats_.prefill_calls) {
@@ -81,7 +113,10 @@ std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const 
   Clock::time_point decode_start = Clock::now();
   while (static_cast<int64_t>(made.size()) < options.max_new_tokens) {
     if (!made.empty()) {
-      if (!room()) break;
+      if (context > 0 && position_ >= context) {
+        stats_.stop_reason = StopReason::ContextFull;
+        break;
+      }
       logits = forward(std::span<const int64_t>(&made.back(), 1));
       ++stats_.decode_steps;
     }
@@ -92,7 +127,14 @@ std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const 
       decode_start = Clock::now();
     }
     const bool stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end();
-    if ((on_token && !on_token(token)) || stop) break;
+    if (on_token && !on_token(token)) {
+      stats_.stop_reason = StopReason::Callback;
+      break;
+    }
+    if (stop) {
+      stats_.stop_reason = StopReason::StopToken;
+      break;
+    }
   }
   stats_.decode_ms = stats_.decode_steps ? ms_since(decode_start) : 0;
   stats_.decode_totals = session_.totals() - before_decode;

@@ -72,7 +72,9 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   command_->add_option("--top-p", options_.sampling.top_p, "Nucleus sampling mass")->capture_default_str();
   command_->add_option("--seed", options_.sampling.seed, "Sampling seed")->capture_default_str();
   command_->add_option("--stop-token", options_.stop_tokens, "Token ids that end generation (repeatable)");
-  command_->add_option("--max-seq-len", options_.max_sequence, "The program's sequence capacity (0: unknown)");
+  command_->add_option("--max-seq-len", options_.max_sequence,
+                       "The most positions the prompt and new tokens may fill (0: the program's context, its "
+                       "get_max_ctx_len or KV cache length; more is an error)");
   command_->add_flag("--stats", stats_, "Also print GPU work per decode token: dispatches, submits, bytes moved");
 }
 
@@ -90,13 +92,16 @@ std::vector<int64_t> GenerateCommand::prompt_tokens(const Tokenizer* tokenizer) 
 }
 
 int GenerateCommand::run() const {
+  if (prompt_ids_.empty() && prompt_.empty())
+    throw Error(ErrorCode::InvalidArgument, "generate: expected a non-empty --prompt TEXT, or --prompt-ids IDS");
+  // The model first: a wrong model path is reported as the model file, not as a tokenizer missing beside it.
+  Session session = session_.open();
   std::optional<Tokenizer> tokenizer;
   if (prompt_ids_.empty() || !tokenizer_path_.empty())
     tokenizer = Tokenizer::load(tokenizer_path_.empty() ? model_directory(session_.path) : tokenizer_path_);
   const std::vector<int64_t> prompt = prompt_tokens(tokenizer ? &*tokenizer : nullptr);
   GenerationOptions options = options_;
   if (options.stop_tokens.empty() && tokenizer) options.stop_tokens = tokenizer->eos_ids();
-  Session session = session_.open();
   Generator generator(session);
   std::optional<TextStream> text;
   if (tokenizer && !print_ids_) text.emplace(tokenizer->stream(prompt));
@@ -110,8 +115,15 @@ int GenerateCommand::run() const {
     std::cout << std::flush;
     return true;
   });
+  // The text ends its line and reaches stdout before the closing lines go to stderr, which may share its pipe.
   if (text) std::cout << text->flush() << "\n";
-  print_stats(generator.stats(), stats_);
+  std::cout << std::flush;
+  const GenerationStats& stats = generator.stats();
+  if (stats.stop_reason == StopReason::ContextFull)
+    std::fprintf(stderr, "generate: stopped: the context of %lld positions is full (%lld prompt tokens, %lld new tokens)\n",
+                 static_cast<long long>(generator.position()), static_cast<long long>(stats.prompt_tokens),
+                 static_cast<long long>(stats.generated_tokens));
+  print_stats(stats, stats_);
   if (session_.profile()) print_profile(session, session_.trace_path);
   return 0;
 }

@@ -159,6 +159,18 @@ void read_method_signature(const et::ExecutionPlan& plan, uint32_t delegate_inde
   }
 }
 
+std::map<std::string, int64_t> read_constant_methods(const et::Program& program, const std::string& path) {
+  std::map<std::string, int64_t> constants;
+  const auto* plans = program.execution_plan();
+  for (uint32_t p = 0; plans && p < plans->size(); ++p) {
+    const et::ExecutionPlan& plan = *plans->Get(p);
+    if (!plan.name() || (plan.inputs() && plan.inputs()->size() != 0) || !plan.outputs() || plan.outputs()->size() != 1) continue;
+    const et::EValue* value = method_value(plan, plan.outputs()->Get(0), path, "plan '" + plan.name()->str() + "', output 0");
+    if (const et::Int* constant = value->val_as_Int()) constants[plan.name()->str()] = constant->int_val();
+  }
+  return constants;
+}
+
 }  // namespace
 
 bool looks_like_pte(const io::ByteView& file) {
@@ -191,6 +203,7 @@ PteContents read_pte(const io::ByteView& file, const std::string& path) {
       out.payload_name = path + ": " + what;
       out.named_data = read_named_data(program, h, file, path);
       read_method_signature(*plans->Get(p), d, path, what, out);
+      out.constant_methods = read_constant_methods(program, path);
       return out;
     }
   }

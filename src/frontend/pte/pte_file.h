@@ -2,8 +2,8 @@
 // ExecuTorch .pte container: a Program FlatBuffer (identifier "ET12"), an optional extended header
 // ("eh00") right after the identifier, and data segments after the FlatBuffer. wgml reads the
 // MLXBackend delegate's processed bytes and the program's named data; see docs/pte-format.md.
+#include <map>
 #include <string>
-
 #include <vector>
 
 #include "io/bytes.h"
@@ -33,6 +33,9 @@ struct PteContents {
   // Per method output, its position among the DelegateCall's arguments (-1: made outside the
   // delegate); empty like method_inputs.
   std::vector<int64_t> method_outputs;
+  // The program's constant methods, by name: methods without inputs that return one int
+  // (ExecuTorch's LLM export writes get_max_ctx_len, get_prefill_chunk_size, ...).
+  std::map<std::string, int64_t> constant_methods;
 };
 
 bool looks_like_pte(const io::ByteView& file);
