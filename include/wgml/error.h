@@ -1,7 +1,8 @@
 #pragma once
 // Every failure wgml reports is a wgml::Error: a category a program can branch on, and a message
 // that names the file, the place (chain, instruction, node, field or byte offset) and what was
-// expected.
+// expected. Names from a file in the message are escaped: every control character but the
+// newline, and every byte that is not UTF-8, is written as \xNN (src/core/printable.h).
 #include <stdexcept>
 #include <string>
 

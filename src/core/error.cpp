@@ -1,5 +1,7 @@
 #include "wgml/error.h"
 
+#include "core/printable.h"
+
 namespace wgml {
 
 const char* error_code_name(ErrorCode code) {
@@ -22,6 +24,8 @@ const char* error_code_name(ErrorCode code) {
   return "?";
 }
 
-Error::Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+// Messages quote names from model files: escaped here, once for every frontend and every printer
+// of what(), so that a message is valid UTF-8 (a Python str) and cannot drive a terminal.
+Error::Error(ErrorCode code, const std::string& message) : std::runtime_error(printable(message, Newlines::Keep)), code_(code) {}
 
 }  // namespace wgml

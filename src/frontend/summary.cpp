@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/printable.h"
+
 namespace wgml::frontend {
 namespace {
 
@@ -96,10 +98,19 @@ nlohmann::json dims_json(const std::vector<ir::Dim>& shape) {
   return dims;
 }
 
+// Names keep their bytes in JSON (which escapes control characters itself), those that are not
+// UTF-8 made U+FFFD: nlohmann's dump() throws on them.
+template <class Count>
+nlohmann::json counts_json(const std::map<std::string, Count>& counts) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, count] : counts) out[valid_utf8(name)] = count;
+  return out;
+}
+
 nlohmann::json io_json(const std::vector<IoSummary>& list) {
   nlohmann::json out = nlohmann::json::array();
   for (const IoSummary& s : list) {
-    nlohmann::json j = {{"name", s.name}, {"kind", s.kind}};
+    nlohmann::json j = {{"name", valid_utf8(s.name)}, {"kind", s.kind}};
     if (s.unused)
       j["unused"] = true;
     else
@@ -116,7 +127,7 @@ nlohmann::json io_json(const std::vector<IoSummary>& list) {
 void io_text(std::ostringstream& os, const char* title, const std::vector<IoSummary>& list) {
   os << title << " (" << list.size() << ")\n";
   for (const IoSummary& s : list) {
-    os << "  " << s.name << ": ";
+    os << "  " << printable(s.name) << ": ";
     if (s.kind == "tensor")
       os << s.dtype << " " << format_shape(s.shape);
     else
@@ -173,26 +184,28 @@ nlohmann::json to_json(const ModelSummary& s) {
   nlohmann::json chains = nlohmann::json::array();
   for (const ChainSummary& c : s.chains)
     chains.push_back({{"index", c.index}, {"role", c.role}, {"instructions", c.instructions}, {"nodes", c.node_histogram}});
-  return {{"path", s.path},
+  nlohmann::json source = nlohmann::json::object();
+  for (const auto& [key, value] : s.source_info) source[valid_utf8(key)] = valid_utf8(value);
+  return {{"path", valid_utf8(s.path)},
           {"format", s.format},
-          {"version", s.version},
+          {"version", valid_utf8(s.version)},
           {"slots", s.slot_counts},
           {"inputs", io_json(s.inputs)},
           {"outputs", io_json(s.outputs)},
           {"mutable_buffers", io_json(s.mutable_buffers)},
           {"constants", {{"count", s.constant_count}, {"bytes", s.constant_bytes}}},
           {"chains", chains},
-          {"source", s.source_info},
-          {"source_ops", s.source_op_histogram}};
+          {"source", source},
+          {"source_ops", counts_json(s.source_op_histogram)}};
 }
 
 std::string to_text(const ModelSummary& s) {
   std::ostringstream os;
-  os << s.path << " (" << s.format << ", MLX IR version " << s.version << ")\n";
-  for (const auto& [key, value] : s.source_info) os << key << ": " << value << "\n";
+  os << printable(s.path) << " (" << s.format << ", MLX IR version " << printable(s.version) << ")\n";
+  for (const auto& [key, value] : s.source_info) os << printable(key) << ": " << printable(value) << "\n";
   if (!s.source_op_histogram.empty()) {
     os << s.format << " ops:";
-    for (const auto& [name, count] : s.source_op_histogram) os << " " << name << " x" << count;
+    for (const auto& [name, count] : s.source_op_histogram) os << " " << printable(name) << " x" << count;
     os << "\n";
   }
   os << "slots:";

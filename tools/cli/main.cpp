@@ -9,6 +9,7 @@
 
 #include "api/op_support.h"
 #include "core/elements.h"
+#include "core/printable.h"
 #include "frontend/load_model.h"
 #include "frontend/onnx/onnx_model.h"
 #include "frontend/summary.h"
@@ -25,8 +26,9 @@
 namespace {
 
 // Names come from the model file and need not be UTF-8, where dump() would throw: invalid bytes
-// are replaced.
-std::string dump_json(const nlohmann::json& json) { return json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+// become U+FFFD. Everything past ASCII is written as \uXXXX, so that DEL and the C1 controls
+// (U+0080-U+009F, which JSON leaves raw) cannot reach a terminal either.
+std::string dump_json(const nlohmann::json& json) { return json.dump(2, ' ', true, nlohmann::json::error_handler_t::replace); }
 
 int inspect(const std::string& path, bool json) {
   const auto model = wgml::frontend::load_model(path);
@@ -146,23 +148,6 @@ class OutputFiles {
   std::vector<std::string> stems_;
 };
 
-// A name from the model file as it may be printed: control characters (which a terminal could take
-// as commands) as \xNN.
-std::string printable(const std::string& name) {
-  std::string out;
-  for (const char c : name) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte != 0x7f) {
-      out += c;
-      continue;
-    }
-    char escaped[5];
-    std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-    out += escaped;
-  }
-  return out;
-}
-
 nlohmann::json output_json(const std::string& name, const wgml::Value& value, const std::string& file) {
   nlohmann::json out{{"name", name}};
   if (const auto* t = std::get_if<wgml::Tensor>(&value)) {
@@ -195,7 +180,8 @@ void report_outputs(const wgml::Session& session, const std::vector<wgml::Value>
       json->push_back(output_json(name, outputs[i], file));
       continue;
     }
-    std::cout << printable(name) + step_suffix << ": " << describe(outputs[i]) << (file.empty() ? "" : " -> " + file) << "\n";
+    std::cout << wgml::printable(name) + step_suffix << ": " << describe(outputs[i]) << (file.empty() ? "" : " -> " + file)
+              << "\n";
   }
 }
 
@@ -258,7 +244,6 @@ int list_ops(bool json) {
   const nlohmann::json support = wgml::api::op_support();
   if (json) {
     std::cout << support.dump(2) << "\n";
-  app.set_version_flag("--version", "wgml " WGML_VERSION);
     return 0;
   }
   for (const auto& op : support["ops"])
@@ -273,6 +258,7 @@ int list_ops(bool json) {
 int main(int argc, char** argv) {
   CLI::App app{"wgml: run ExecuTorch MLX-delegate programs and ONNX models on WebGPU or CPU"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "wgml " WGML_VERSION);
 
   std::string inspect_path;
   bool inspect_json = false;

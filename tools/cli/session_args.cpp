@@ -8,6 +8,7 @@
 
 #include "api/open_session.h"
 #include "core/memory_budget.h"
+#include "core/printable.h"
 
 namespace wgml::cli {
 
@@ -97,11 +98,11 @@ void print_memory(const Session& session) {
   const MemoryProfile memory = session.memory_profile();
   if (memory.largest.empty()) return;
   std::fprintf(stderr, "largest tensors live at its highest point (host %s + GPU %s in use, after %s):\n",
-               human_bytes(memory.host_bytes).c_str(), human_bytes(memory.device_bytes).c_str(), memory.after.c_str());
+               human_bytes(memory.host_bytes).c_str(), human_bytes(memory.device_bytes).c_str(), printable(memory.after).c_str());
   for (const LiveTensorInfo& t : memory.largest)
     std::fprintf(stderr, "  %-22s %-28s host %-12s gpu %-12s %s\n", t.slot.c_str(), t.tensor.c_str(),
                  human_bytes(t.host_bytes).c_str(), human_bytes(t.device_bytes).c_str(),
-                 t.written_by.empty() ? "bound before the run" : t.written_by.c_str());
+                 t.written_by.empty() ? "bound before the run" : printable(t.written_by).c_str());
 }
 
 }  // namespace
@@ -111,8 +112,8 @@ void print_profile(Session& session, const std::string& trace_path) {
   std::fprintf(stderr, "profile (%s)\n%-32s %-8s %7s %11s  %s\n", session.device_description().c_str(), "op", "device", "calls",
                "total ms", "note");
   for (const OpProfile& p : ops)
-    std::fprintf(stderr, "%-32s %-8s %7llu %11.3f  %s\n", p.op.c_str(), p.device.c_str(),
-                 static_cast<unsigned long long>(p.calls), p.total_ms, p.note.c_str());
+    std::fprintf(stderr, "%-32s %-8s %7llu %11.3f  %s\n", printable(p.op).c_str(), p.device.c_str(),
+                 static_cast<unsigned long long>(p.calls), p.total_ms, printable(p.note).c_str());
   print_time_totals(session.profile_totals());
   const RunStats& stats = session.last_run_stats();
   std::fprintf(stderr, "last run: %llu plans made, %llu kernels rendered, %llu pipelines compiled, %llu buffers created\n",

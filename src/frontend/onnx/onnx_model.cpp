@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "core/printable.h"
 #include "frontend/onnx/lowering.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/validate.h"
@@ -195,7 +196,7 @@ void lower_node(Lowering& g, const pb::NodeProto& node, std::vector<Unsupported>
     }
     // Errors raised below the rule (a rank check, an arithmetic overflow) get the node's name.
     const std::string message = e.what();
-    if (message.find(node_label(node)) != std::string::npos) throw;
+    if (message.find(printable(node_label(node), Newlines::Keep)) != std::string::npos) throw;  // as Error wrote it
     throw Error(e.code(), g.source() + ": " + node_label(node) + ": " + message);
   }
   for (size_t i = 0; i < n.num_outputs(); ++i)
