@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "kernel/spec.h"
 #include "wgml/error.h"
 
 namespace wgml::kernel {
@@ -87,18 +88,19 @@ class DecompositionParser {
 
 }  // namespace
 
-std::vector<Decomposition> load_decompositions(const std::string& path) {
+std::vector<Decomposition> load_decompositions(const std::string& path, const std::string& display_name) {
+  const std::string& name = display_name.empty() ? path : display_name;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::Io, path + ": cannot open the decomposition file");
+  if (!in) throw Error(ErrorCode::Io, name + ": cannot open the decomposition file");
   std::stringstream text;
   text << in.rdbuf();
   Json root;
   try {
     root = Json::parse(text.str());
   } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number such as 1E400
-    throw Error(ErrorCode::InvalidFormat, path + ": not valid JSON: " + e.what());
+    throw Error(ErrorCode::InvalidFormat, name + ": not valid JSON: " + e.what());
   }
-  return DecompositionParser(path).run(root);
+  return DecompositionParser(name).run(root);
 }
 
 std::map<std::pair<std::string, std::string>, Decomposition> load_decomposition_directory(const std::string& dir) {
@@ -109,7 +111,7 @@ std::map<std::pair<std::string, std::string>, Decomposition> load_decomposition_
     if (entry.path().extension() == ".json") files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   for (const auto& file : files)
-    for (Decomposition& d : load_decompositions(file.string())) {
+    for (Decomposition& d : load_decompositions(file.string(), kernels_folder_name(file.string(), dir))) {
       const auto key = std::make_pair(d.domain, d.op);
       if (out.count(key)) throw Error(ErrorCode::InvalidFormat, d.file + ": " + d.domain + "." + d.op + " is decomposed twice");
       out.emplace(key, std::move(d));

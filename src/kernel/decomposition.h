@@ -35,7 +35,8 @@ struct Decomposition {
 
 // Parses kernels/decompositions/<domain>.json. Throws wgml::Error(InvalidFormat) naming the file
 // and the JSON path.
-std::vector<Decomposition> load_decompositions(const std::string& path);
+// Errors and Decomposition::file name the file `display_name` when given.
+std::vector<Decomposition> load_decompositions(const std::string& path, const std::string& display_name = "");
 
 // Every <dir>/*.json, keyed by (domain, op).
 std::map<std::pair<std::string, std::string>, Decomposition> load_decomposition_directory(const std::string& dir);

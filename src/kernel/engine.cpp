@@ -59,9 +59,9 @@ void Engine::attach_templates(KernelSpec& spec) {
   }
 }
 
-std::vector<std::shared_ptr<const KernelSpec>> Engine::load(const std::string& spec_path) {
+std::vector<std::shared_ptr<const KernelSpec>> Engine::load(const std::string& spec_path, const std::string& display_name) {
   std::vector<std::shared_ptr<const KernelSpec>> loaded;
-  for (KernelSpec& spec : load_spec_file(spec_path)) loaded.push_back(add(std::move(spec)));
+  for (KernelSpec& spec : load_spec_file(spec_path, display_name)) loaded.push_back(add(std::move(spec)));
   return loaded;
 }
 
@@ -79,7 +79,7 @@ void Engine::load_directory(const std::string& specs_dir) {
   std::sort(files.begin(), files.end());
   std::map<std::pair<std::string, std::string>, std::string> defined_by;
   for (const auto& file : files) {
-    for (const auto& spec : load(file.string())) {
+    for (const auto& spec : load(file.string(), kernels_folder_name(file.string(), specs_dir))) {
       const auto [it, first] = defined_by.emplace(std::make_pair(spec->domain, spec->name), spec->file);
       if (!first)
         throw Error(ErrorCode::InvalidFormat,

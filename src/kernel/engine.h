@@ -23,7 +23,7 @@ class Engine {
   // Parses and validates a spec file (a single spec or a family) and its templates (each exists
   // and compiles; every name a template reads is defined for each pass that renders it). Throws
   // wgml::Error naming the file. Returns the specs it holds, one per op.
-  std::vector<std::shared_ptr<const KernelSpec>> load(const std::string& spec_path);
+  std::vector<std::shared_ptr<const KernelSpec>> load(const std::string& spec_path, const std::string& display_name = "");
   // The same for a spec already parsed (parse_spec).
   std::shared_ptr<const KernelSpec> add(KernelSpec spec);
   // Loads every spec file under `specs_dir`; an op defined by two files is an error.

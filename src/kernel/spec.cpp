@@ -1,6 +1,7 @@
 #include "kernel/spec.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -712,12 +713,19 @@ KernelSpec parse_spec(const std::string& json_text, const std::string& file) {
   return std::move(specs.front());
 }
 
-std::vector<KernelSpec> load_spec_file(const std::string& path) {
+std::vector<KernelSpec> load_spec_file(const std::string& path, const std::string& display_name) {
+  const std::string& name = display_name.empty() ? path : display_name;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::Io, path + ": cannot open the spec file");
+  if (!in) throw Error(ErrorCode::Io, name + ": cannot open the spec file");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_specs(text.str(), path);
+  return parse_specs(text.str(), name);
+}
+
+std::string kernels_folder_name(const std::string& file, const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::absolute(dir).lexically_normal();
+  return fs::absolute(file).lexically_normal().lexically_relative(folder.parent_path().parent_path()).generic_string();
 }
 
 NameTable NameTable::for_spec(const KernelSpec& spec) {

@@ -156,7 +156,11 @@ struct KernelSpec {
 std::vector<KernelSpec> parse_specs(const std::string& json_text, const std::string& file);
 // The same for a file that must hold a single spec.
 KernelSpec parse_spec(const std::string& json_text, const std::string& file);
-std::vector<KernelSpec> load_spec_file(const std::string& path);
+// Reads the spec file at `path`; errors and KernelSpec::file name it `display_name` when given.
+std::vector<KernelSpec> load_spec_file(const std::string& path, const std::string& display_name = "");
+// How messages name a file found under `dir`, a folder of the kernels folder: from that folder on
+// ("kernels/specs/mlx/binary.json"), so no error shows where the kernels were built or installed.
+std::string kernels_folder_name(const std::string& file, const std::string& dir);
 
 // The names an expression may read at one place of a spec: the namespaces (each with the members
 // it has) and plain names (derived values, template globals).

@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/half.h"
+#include "kernel/decomposition.h"
 #include "spec_test_support.h"
 
 namespace wgml::kernel {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::ordered_json;
 using testing::error_of;
 
@@ -210,6 +212,25 @@ TEST_F(SpecEngine, LoadingChecksTemplates) {
   const std::string message = error_of([&] { add(j); }, ErrorCode::InvalidFormat);
   EXPECT_THAT(message, HasSubstr("test.json: variants[0].passes[0]: its template reads a name this pass does not define"));
   EXPECT_THAT(message, HasSubstr("reads-undefined.wgsl.jinja: line 2: column 7: 'blockSize' is not defined here"));
+}
+
+// Messages name a kernels folder's files from that folder on: an installed or copied folder's
+// errors show no path of the machine it lives on.
+TEST(KernelsFolder, SpecAndDecompositionErrorsNameFilesFromTheKernelsFolderOn) {
+  const testing::ScratchTemplates root("kernels_folder_names");
+  const std::filesystem::path kernels = std::filesystem::path(root.dir()) / "kernels";
+  std::filesystem::create_directories(kernels / "specs" / "mlx");
+  std::filesystem::create_directories(kernels / "decompositions");
+  std::ofstream(kernels / "specs" / "mlx" / "broken.json") << "{ not json";
+  std::ofstream(kernels / "decompositions" / "broken.json") << "{ not json";
+  Engine engine(root.dir());
+  const std::string spec_message =
+      error_of([&] { engine.load_directory((kernels / "specs").string()); }, ErrorCode::InvalidFormat);
+  EXPECT_THAT(spec_message, ::testing::StartsWith("kernels/specs/mlx/broken.json: "));
+  EXPECT_THAT(spec_message, Not(HasSubstr(root.dir())));
+  const std::string decomposition_message =
+      error_of([&] { load_decomposition_directory((kernels / "decompositions").string()); }, ErrorCode::InvalidFormat);
+  EXPECT_THAT(decomposition_message, ::testing::StartsWith("kernels/decompositions/broken.json: "));
 }
 
 // ---- planning --------------------------------------------------------------------------------
