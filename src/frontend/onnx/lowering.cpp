@@ -290,6 +290,19 @@ Value Lowering::merged(const Value& v, bool any_rank) {
                  when_true.rank() == when_false.rank() ? merge_dims(when_true.dims, when_false.dims) : when_true.dims);
 }
 
+void Lowering::set_node_budget(uint64_t budget, uint64_t nodes_in_file) {
+  work_->budget = budget;
+  work_->nodes_in_file = nodes_in_file;
+}
+
+void Lowering::count_lowered(const pb::NodeProto& node) {
+  if (++work_->lowered <= work_->budget) return;
+  throw Error(ErrorCode::ResourceLimit,
+              source_ + ": node '" + node.name() + "' (" + node.op_type() + "): expected at most " +
+                  std::to_string(work_->budget) + " node lowerings for a file of " + std::to_string(work_->nodes_in_file) +
+                  " nodes: nested Loop or Scan bodies whose carried shapes change are lowered again at every level");
+}
+
 bool Lowering::has_value(const std::string& name) const { return values_.count(name) > 0; }
 
 const Value& Lowering::value(const std::string& name) const {

@@ -2,6 +2,7 @@
 // The state of lowering one ONNX model to an ir::Program: what is known about every ONNX value at
 // load time, slot allocation, and the helpers op rules use to emit instructions. Shape arithmetic
 // on integers is folded here where it is static and becomes value-slot arithmetic where it is not.
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -170,6 +171,13 @@ class Lowering {
   // Names of values whose producer could not be lowered: their consumers are skipped.
   std::set<std::string> poisoned;
 
+  // Lowering may lower a node more than once (a Loop or Scan body whose carried shapes change is
+  // lowered again, rules_control.cpp), and nesting multiplies that: every node lowered counts, and
+  // `node` past `budget` in all is refused with ResourceLimit. Trial copies share the count.
+  void set_node_budget(uint64_t budget, uint64_t nodes_in_file);
+  void count_lowered(const pb::NodeProto& node);
+  uint64_t nodes_lowered() const { return work_->lowered; }
+
  private:
   enum class SlotClass { Constant, Input, Output, Temp };
   ir::Tid new_slot(SlotClass c);
@@ -194,6 +202,12 @@ class Lowering {
   std::map<std::string, int> name_counts_;
   std::string origin_;
   std::map<std::pair<DType, uint64_t>, ir::Tid> scalars_;  // by dtype and the value's bits
+  struct Work {
+    uint64_t lowered = 0;
+    uint64_t budget = UINT64_MAX;
+    uint64_t nodes_in_file = 0;
+  };
+  std::shared_ptr<Work> work_ = std::make_shared<Work>();
 };
 
 // The ONNX node being lowered: its inputs, attributes and outputs, with errors that name it.

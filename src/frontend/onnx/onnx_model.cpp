@@ -7,6 +7,7 @@
 
 #include "core/printable.h"
 #include "frontend/onnx/lowering.h"
+#include "frontend/onnx/subgraph_depth.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/validate.h"
 
@@ -291,6 +292,21 @@ void describe(ir::Model& model, const pb::ModelProto& m, const pb::GraphProto& g
   for (const pb::NodeProto& n : graph.node()) ++model.source_op_histogram[n.op_type()];
 }
 
+// Nodes in the graph and in all its subgraphs (protobuf's nesting limit bounds the recursion).
+uint64_t nodes_in(const pb::GraphProto& graph) {
+  uint64_t nodes = graph.node_size();
+  for (const pb::NodeProto& node : graph.node())
+    for (const pb::AttributeProto& a : node.attribute()) {
+      if (a.has_g()) nodes += nodes_in(a.g());
+      for (const pb::GraphProto& g : a.graphs()) nodes += nodes_in(g);
+    }
+  return nodes;
+}
+
+// How many times over the lowering may lower the file's nodes: once each when no Loop or Scan
+// body changes its carried shapes, twice for such a body, four times for one nested in another...
+constexpr uint64_t kLoweringsPerNode = 16;
+
 std::string list_unsupported(const std::vector<Unsupported>& unsupported) {
   std::string out;
   for (const Unsupported& u : unsupported) out += "\n  " + u.what;
@@ -307,7 +323,10 @@ const OpRule* find_rule(const std::string& domain, const std::string& op_type, i
 }
 
 void lower_nodes(Lowering& g, const pb::GraphProto& graph, std::vector<Unsupported>& unsupported) {
-  for (int i : topological_order(g, graph, g.source())) lower_node(g, graph.node(i), unsupported);
+  for (int i : topological_order(g, graph, g.source())) {
+    g.count_lowered(graph.node(i));
+    lower_node(g, graph.node(i), unsupported);
+  }
 }
 
 bool has_onnx_extension(const std::string& path) { return std::filesystem::path(path).extension() == ".onnx"; }
@@ -316,10 +335,12 @@ ir::Model load_onnx_model(const std::string& path, const io::ByteView& file) {
   auto proto = std::make_shared<pb::ModelProto>();
   if (file.size > INT_MAX)
     throw Error(ErrorCode::Unsupported, path + ": ONNX files over 2 GiB must keep their weights as external data");
-  if (!proto->ParseFromArray(file.data, static_cast<int>(file.size)))
+  if (!proto->ParseFromArray(file.data, static_cast<int>(file.size))) {
+    refuse_deep_subgraphs(path, file.data, file.size);
     throw Error(ErrorCode::InvalidFormat, path +
                                               ": expected a serialized ONNX ModelProto "
                                               "(protobuf), found bytes that do not parse");
+  }
   if (!proto->has_graph()) throw Error(ErrorCode::InvalidFormat, path + ": expected a ModelProto with a graph, found none");
   const pb::GraphProto& graph = proto->graph();
 
@@ -332,6 +353,8 @@ ir::Model load_onnx_model(const std::string& path, const io::ByteView& file) {
   g.opsets = read_opsets(*proto, path);
   const TensorSource source{path, std::filesystem::path(path).parent_path().string(), proto};
   g.load_tensor = [source](const pb::TensorProto& t, const std::string& where) { return tensor_from_proto(t, source, where); };
+  const uint64_t nodes = nodes_in(graph);
+  g.set_node_budget(kLoweringsPerNode * nodes, nodes);
   std::vector<Unsupported> unsupported;
   define_initializers(g, graph, unsupported);
   define_inputs(g, graph, unsupported);
@@ -340,6 +363,7 @@ ir::Model load_onnx_model(const std::string& path, const io::ByteView& file) {
     throw Error(ErrorCode::Unsupported, path + ": " + std::to_string(unsupported.size()) +
                                             " unsupported op, opset or dtype use(s):" + list_unsupported(unsupported));
   define_outputs(g, graph);
+  model.source_info["nodes_lowered"] = std::to_string(g.nodes_lowered());
   model.program = g.finish(model.named_data);
   ir::validate_program(model.program, path);
   model.constants = ir::bind_constants(model.program, model.named_data, path);
