@@ -15,8 +15,9 @@ enum class ErrorCode {
   Unsupported,      // valid, but outside what this build executes (dtype, node, version)
   InvalidArgument,  // a caller's input does not match the program
   Runtime,          // a failure while executing (shape mismatch, bad index value, ...)
-  ResourceLimit,    // a tensor would exceed the memory limit (SessionOptions::max_memory_bytes) or the
-                    // device ran out of memory
+  ResourceLimit,    // a tensor would exceed the memory limit (SessionOptions::max_memory_bytes), the
+                    // device ran out of memory, or loading a file would take work out of proportion
+                    // to its size (docs/reliability.md, "Load time")
 };
 
 const char* error_code_name(ErrorCode code);
