@@ -37,10 +37,11 @@ struct SessionOptions {
   // memory peak (Session::profile, Session::memory_profile).
   bool profile = false;
   // The most bytes the session's tensors may hold at once, on the host and on the device together
-  // (docs/reliability.md). 0: the default, three quarters of the machine's physical memory. The
-  // caller's inputs do not count; outputs count until the caller drops them. A program declaring a
-  // static tensor above the limit is refused at load, and a tensor computed larger at run time
-  // fails that run, both with ErrorCode::ResourceLimit naming the tensor's node and its size.
+  // (docs/reliability.md). 0: the default, the memory free at load (MemAvailable), at most three
+  // quarters of the machine's physical memory. The caller's inputs do not count; outputs count
+  // until the caller drops them. A program declaring a static tensor above the limit is refused at
+  // load, and a tensor computed larger at run time fails that run, both with
+  // ErrorCode::ResourceLimit naming the tensor's node and its size.
   uint64_t max_memory_bytes = 0;
   // webgpu: recorded work is submitted every this many dispatches, so that the GPU starts on a run
   // while the host records the rest of it (docs/performance.md measures decode against it); 0: the

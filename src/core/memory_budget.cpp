@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <utility>
 
 #include "wgml/error.h"
@@ -55,11 +59,30 @@ MemoryCharge::~MemoryCharge() {
   if (budget_) budget_->release(bytes_);
 }
 
+namespace {
+
+// MemAvailable from /proc/meminfo: what the kernel can give without swapping; none off Linux.
+std::optional<uint64_t> available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 uint64_t default_memory_limit() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return uint64_t{8} << 30;
-  return static_cast<uint64_t>(pages) / 4 * 3 * static_cast<uint64_t>(page_size);
+  const uint64_t physical =
+      pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) / 4 * 3 * static_cast<uint64_t>(page_size) : uint64_t{8} << 30;
+  // Memory other processes already hold is not ours to fill: past what is free the machine swaps.
+  const std::optional<uint64_t> available = available_memory();
+  return available ? std::min(physical, *available) : physical;
 }
 
 uint64_t parse_byte_size(std::string_view text) {

@@ -59,8 +59,8 @@ class MemoryCharge {
   uint64_t bytes_ = 0;
 };
 
-// The default limit: three quarters of the machine's physical memory (8 GiB where the system does
-// not say how much it has).
+// The default limit: the memory free now (MemAvailable in /proc/meminfo), at most three quarters
+// of the machine's physical memory (8 GiB where the system does not say how much it has).
 uint64_t default_memory_limit();
 
 // "4096", "512K", "4G", "1TiB": bytes, or a whole number of K, M, G or T (powers of 1024), which

@@ -93,6 +93,9 @@ struct Program {
   uint32_t num_mutable_buffer_tensors = 0;
   uint32_t num_temp_tensors = 0;
   uint32_t num_values = 0;
+  // Run-time integers (value slots, ItemInt, the int arithmetic nodes) are 64-bit, as ONNX's are;
+  // false keeps the MLX runtime's int32 value slots that .pte programs are written for.
+  bool int64_values = false;
 
   std::vector<Chain> chains;
   uint32_t main_chain_idx = 0;

@@ -554,7 +554,9 @@ class Planner {
     for (size_t i = 0; i < fields.size(); ++i) {
       const Expr& e = decl.fields[i].value;
       const std::string error = write_uniform(fields[i], e.evaluate(scope), bytes);
-      if (!error.empty()) throw Error(ErrorCode::Runtime, e.locate(1, "params field '" + fields[i].name + "': " + error));
+      // A value the field's type cannot represent (a 64-bit ONNX dim past u32) is a request this
+      // kernel cannot take, not a bad spec: Unsupported lets the caller run the CPU reference.
+      if (!error.empty()) throw Error(ErrorCode::Unsupported, e.locate(1, "params field '" + fields[i].name + "': " + error));
       fields_out.push_back(Value(
           Object{{"name", Value(fields[i].name)}, {"type", Value(fields[i].type.wgsl())}, {"offset", Value(fields[i].offset)}}));
     }

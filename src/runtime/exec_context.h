@@ -18,8 +18,9 @@ namespace wgml::runtime {
 // Kernels report bad operands with this; the executor adds the chain, instruction and node.
 [[noreturn]] void fail(const std::string& message);
 
-// A value slot: the MLX runtime stores int32, float or bool.
-using ScalarValue = std::variant<std::monostate, int32_t, float, bool>;
+// A value slot: an int, float or bool. Ints are 64-bit in programs with int64_values (ONNX); in
+// the others every int a node stores fits in int32, as in the MLX runtime.
+using ScalarValue = std::variant<std::monostate, int64_t, float, bool>;
 
 class ExecContext {
  public:
@@ -33,14 +34,20 @@ class ExecContext {
   void clear_tensor(ir::Tid t) { tensors_[t.idx] = Tensor(); }
 
   const ScalarValue& value(ir::Vid v) const;
-  int32_t int_value(ir::Vid v) const;
+  int64_t int_value(ir::Vid v) const;
   float float_value(ir::Vid v) const;
   void set_value(ir::Vid v, ScalarValue value) { values_[v.idx] = value; }
   void clear_values();
 
-  // IntOrVid: literals clamp to int32 (INT64_MAX becomes the "to the end" INT32_MAX).
-  int32_t resolve(const ir::IntOrVid& v) const;
-  std::vector<int32_t> resolve(const std::vector<ir::IntOrVid>& v) const;
+  // IntOrVid: in programs without int64_values literals clamp to int32, as the MLX runtime reads
+  // them (INT64_MAX becomes the "to the end" INT32_MAX); with it they are kept whole.
+  int64_t resolve(const ir::IntOrVid& v) const;
+  std::vector<int64_t> resolve(const std::vector<ir::IntOrVid>& v) const;
+  // The int of a literal or value IntOrVidOrTid (a tensor one is read by its kernel).
+  int64_t resolve_int(const ir::IntOrVidOrTid& v) const;
+  // resolve() for a consumer that takes int32 (an axis, a kth): a value outside int32 fails with
+  // "<what>: <value> cannot be represented as int32", never clamps.
+  int32_t resolve_int32(const ir::IntOrVid& v, const std::string& what) const;
   float resolve(const ir::FloatOrVid& v) const;
   // Optional Tid fields.
   const Tensor* optional_tensor(const std::optional<ir::Tid>& t) const;
@@ -71,5 +78,7 @@ class ExecContext {
 };
 
 int32_t clamp_to_int32(int64_t v);
+// v, or a failure "<what>: <v> cannot be represented as int32".
+int32_t checked_int32(int64_t v, const std::string& what);
 
 }  // namespace wgml::runtime

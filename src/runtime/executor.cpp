@@ -181,9 +181,9 @@ void Executor::bind_input(size_t i, const Value& v, const std::string& name) {
   const int64_t* n = std::get_if<int64_t>(&v);
   if (slot.type != ir::SlotType::Int || !n)
     throw Error(ErrorCode::InvalidArgument, name + ": expected an int value (the MLX runtime accepts only int value inputs)");
-  if (*n < std::numeric_limits<int32_t>::min() || *n > std::numeric_limits<int32_t>::max())
+  if (!model_->program.int64_values && (*n < std::numeric_limits<int32_t>::min() || *n > std::numeric_limits<int32_t>::max()))
     throw Error(ErrorCode::InvalidArgument, name + ": value " + std::to_string(*n) + " does not fit in int32");
-  ctx_.set_value(ir::Vid{slot.idx}, static_cast<int32_t>(*n));
+  ctx_.set_value(ir::Vid{slot.idx}, *n);
 }
 
 Value Executor::take_output(size_t i) {
@@ -192,7 +192,7 @@ Value Executor::take_output(size_t i) {
     const ScalarValue& s = ctx_.value(ir::Vid{slot.idx});
     if (const auto* f = std::get_if<float>(&s)) return double{*f};
     if (const auto* b = std::get_if<bool>(&s)) return *b;
-    return int64_t{std::get<int32_t>(s)};
+    return std::get<int64_t>(s);
   }
   const Tensor& t = ctx_.tensor(ir::Tid{slot.idx});
   const ir::TensorMeta* meta = model_->program.meta(ir::Tid{slot.idx});

@@ -16,6 +16,21 @@ using runtime::ExecContext;
 using runtime::fail;
 using Index = std::vector<int64_t>;
 
+// Output dims from run-time ints (64-bit in ONNX programs): an overflow fails, never wraps.
+int64_t dim_sum(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    fail(std::string(op) + ": output dimension " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
+int64_t dim_product(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    fail(std::string(op) + ": output dimension " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  return r;
+}
+
 int64_t flat_index(const Index& idx, const Shape& shape) {
   int64_t f = 0;
   for (size_t d = 0; d < shape.size(); ++d) f = f * shape[d] + idx[d];
@@ -134,14 +149,14 @@ void scatter_add(const ir::ScatterAddNode& n, ExecContext& ctx) {
 
 void tile(const ir::TileNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  std::vector<int32_t> reps = ctx.resolve(n.reps);
-  for (int32_t r : reps)
+  std::vector<int64_t> reps = ctx.resolve(n.reps);
+  for (int64_t r : reps)
     if (r < 0) fail("Tile: repetitions must be >= 0");
   Shape in = x.shape();
   while (static_cast<int>(reps.size()) < x.rank()) reps.insert(reps.begin(), 1);
   while (in.size() < reps.size()) in.insert(in.begin(), 1);
   Shape shape;
-  for (size_t d = 0; d < in.size(); ++d) shape.push_back(in[d] * reps[d]);
+  for (size_t d = 0; d < in.size(); ++d) shape.push_back(dim_product(in[d], reps[d], "Tile"));
   ctx.set_tensor(n.out, remap(x, shape, [&](const Index& i) {
                    Index src = i;
                    for (size_t d = 0; d < in.size(); ++d) src[d] %= in[d];
@@ -151,7 +166,7 @@ void tile(const ir::TileNode& n, ExecContext& ctx) {
 
 void pad(const ir::PadNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  const std::vector<int32_t> widths = ctx.resolve(n.pad_width);
+  const std::vector<int64_t> widths = ctx.resolve(n.pad_width);
   if (widths.size() % 2 != 0) fail("Pad: pad_width must hold (low, high) pairs");
   const size_t pairs = widths.size() / 2;
   if (pairs != static_cast<size_t>(x.rank()) && pairs != 1)
@@ -165,7 +180,7 @@ void pad(const ir::PadNode& n, ExecContext& ctx) {
     if (low.back() < 0 || high.back() < 0) fail("Pad: pad widths must be >= 0");
   }
   Shape shape;
-  for (int d = 0; d < x.rank(); ++d) shape.push_back(x.dim(d) + low[d] + high[d]);
+  for (int d = 0; d < x.rank(); ++d) shape.push_back(dim_sum(dim_sum(x.dim(d), low[d], "Pad"), high[d], "Pad"));
   const bool edge = n.mode == "edge";
   if (edge && x.numel() == 0 && shape_numel(shape) > 0) fail("Pad: edge mode needs a non-empty input");
   // The constant goes through float32, then the input's dtype (MLX's array(value).astype).
@@ -193,7 +208,7 @@ void repeat(const ir::RepeatNode& n, ExecContext& ctx) {
   if (reps < 0) fail("Repeat: repeats must be >= 0, found " + std::to_string(reps));
   const int axis = normalize_axis(n.axis, x.rank());
   Shape shape = x.shape();
-  shape[axis] *= reps;
+  shape[axis] = dim_product(shape[axis], reps, "Repeat");
   ctx.set_tensor(n.out, remap(x, shape, [&](const Index& i) {
                    Index src = i;
                    src[axis] /= reps;
@@ -203,10 +218,14 @@ void repeat(const ir::RepeatNode& n, ExecContext& ctx) {
 
 void roll(const ir::RollNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  const std::vector<int32_t> shifts = ctx.resolve(n.shift);
+  const std::vector<int64_t> shifts = ctx.resolve(n.shift);
   if (shifts.size() != n.axes.size()) fail("Roll: expected one shift per axis");
   std::vector<int64_t> shift_of(static_cast<size_t>(x.rank()), 0);
-  for (size_t k = 0; k < n.axes.size(); ++k) shift_of[normalize_axis(n.axes[k], x.rank())] += shifts[k];
+  // Shifts are reduced modulo the axis size first, so any int64 shift adds up without overflow.
+  for (size_t k = 0; k < n.axes.size(); ++k) {
+    const int axis = normalize_axis(n.axes[k], x.rank());
+    if (x.dim(axis) > 0) shift_of[axis] = (shift_of[axis] + shifts[k] % x.dim(axis)) % x.dim(axis);
+  }
   ctx.set_tensor(n.out, remap(x, x.shape(), [&](const Index& i) {
                    Index src = i;
                    for (int d = 0; d < x.rank(); ++d) {

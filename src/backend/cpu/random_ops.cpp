@@ -70,7 +70,7 @@ struct KeySequence {
 };
 
 void random_bits(const ir::RandomBitsNode& n, ExecContext& ctx) {
-  const std::vector<int32_t> dims = ctx.resolve(n.shape);
+  const std::vector<int64_t> dims = ctx.resolve(n.shape);
   Shape shape(dims.begin(), dims.end());
   for (int64_t d : shape)
     if (d < 0) fail("RandomBits: negative dimension");

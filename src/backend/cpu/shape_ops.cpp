@@ -2,6 +2,7 @@
 // splitting, fills, ranges and takes.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "backend/cpu/broadcast.h"
@@ -16,7 +17,7 @@ namespace {
 using runtime::ExecContext;
 using runtime::fail;
 
-Shape to_shape(const std::vector<int32_t>& dims) { return Shape(dims.begin(), dims.end()); }
+Shape to_shape(const std::vector<int64_t>& dims) { return Shape(dims.begin(), dims.end()); }
 
 std::string shape_string(const Shape& s) {
   std::string out = "[";
@@ -42,8 +43,8 @@ void reshape(const ir::ReshapeNode& n, ExecContext& ctx) {
       infer = static_cast<int>(d);
     } else if (shape[d] < 0) {
       fail("Reshape: negative dimension in " + shape_string(shape));
-    } else {
-      known *= shape[d];
+    } else if (__builtin_mul_overflow(known, shape[d], &known)) {
+      fail("Reshape: " + shape_string(shape) + " has more elements than int64 holds");
     }
   }
   if (infer >= 0) shape[infer] = known == 0 ? 0 : x.numel() / known;
@@ -103,7 +104,7 @@ void as_strided(const ir::AsStridedNode& n, ExecContext& ctx) {
 
 void slice(const ir::SliceNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  const int axis = normalize_axis(ctx.resolve(n.axis), x.rank());
+  const int axis = normalize_axis(ctx.resolve_int32(n.axis, "Slice: axis"), x.rank());
   const SliceRange r = normalize_slice(ctx.resolve(n.start), ctx.resolve(n.stop), n.step, x.dim(axis));
   auto strides = contiguous_strides(x.shape());
   Shape shape = x.shape();
@@ -132,7 +133,7 @@ Tensor write_along_axis(Tensor dst, const Tensor& update, int axis, const std::v
 
 void slice_update(const ir::SliceUpdateNode& n, ExecContext& ctx) {
   const Tensor& dst = ctx.tensor(n.dst);
-  const int axis = normalize_axis(ctx.resolve(n.axis), dst.rank());
+  const int axis = normalize_axis(ctx.resolve_int32(n.axis, "SliceUpdate: axis"), dst.rank());
   const int64_t dim = dst.dim(axis);
   if (n.step < 1) fail("SliceUpdate: step must be >= 1, found " + std::to_string(n.step));
   auto bound = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim); };
@@ -196,7 +197,7 @@ void split(const ir::SplitNode& n, ExecContext& ctx) {
   for (size_t i = 0; i < sections.size(); ++i) {
     Shape shape = x.shape();
     shape[axis] = sections[i];
-    if (sections[i] < 0 || begin + sections[i] > x.dim(axis)) fail("Split: sections exceed the axis");
+    if (sections[i] < 0 || sections[i] > x.dim(axis) - begin) fail("Split: sections exceed the axis");
     ctx.set_tensor(n.outs[i], gather_strided(x, shape, strides, begin * strides[axis]));
     begin += sections[i];
   }
@@ -218,14 +219,29 @@ void full_like(const ir::FullLikeNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, filled(dtype_or(n.scalar_type, x.dtype()), x.shape(), ctx.resolve(n.v)));
 }
 
+// ceil((stop - start) / step) elements, at least 0, computed without overflow for any int64s.
+int64_t arange_count(int64_t start, int64_t stop, int64_t step) {
+  if (step > 0 ? stop <= start : stop >= start) return 0;
+  using Wide = __int128;
+  const Wide span = step > 0 ? Wide{stop} - start : Wide{start} - stop;
+  const Wide stride = step > 0 ? Wide{step} : -Wide{step};
+  const Wide count = (span + stride - 1) / stride;
+  if (count > std::numeric_limits<int64_t>::max())
+    fail("ARange: " + std::to_string(static_cast<uint64_t>(count)) + " elements, more than a tensor can hold");
+  return static_cast<int64_t>(count);
+}
+
 void arange(const ir::ARangeNode& n, ExecContext& ctx) {
   const int64_t start = ctx.resolve(n.start), stop = ctx.resolve(n.stop), step = ctx.resolve(n.step);
   if (step == 0) fail("ARange: step must not be zero");
-  const int64_t count = std::max<int64_t>(0, (stop - start + step + (step > 0 ? -1 : 1)) / step);
+  const int64_t count = arange_count(start, stop, step);
   const DType t = dtype_or(n.scalar_type, DType::Int32);
   Tensor out(t, {count});
   uint8_t* dst = out.mutable_data();
-  for (int64_t i = 0; i < count; ++i) store_int64(t, dst, i, start + i * step);
+  // Every element lies between start and stop, so the wrapping unsigned sum is exact.
+  for (int64_t i = 0; i < count; ++i)
+    store_int64(t, dst, i,
+                static_cast<int64_t>(static_cast<uint64_t>(start) + static_cast<uint64_t>(i) * static_cast<uint64_t>(step)));
   ctx.set_tensor(n.out, std::move(out));
 }
 
@@ -239,8 +255,7 @@ void take(const ir::TakeNode& n, ExecContext& ctx) {
     return w;
   };
   if (n.index.kind != ir::IntOrVidOrTid::Tensor) {
-    const int64_t i =
-        n.index.kind == ir::IntOrVidOrTid::Value ? ctx.int_value(n.index.vid) : runtime::clamp_to_int32(n.index.literal);
+    const int64_t i = ctx.resolve_int(n.index);
     return ctx.set_tensor(n.out, take_index(x, axis, wrap(i)));
   }
   const Tensor& idx = ctx.tensor(n.index.tid);

@@ -78,7 +78,7 @@ Tensor sort_along(const Tensor& x, int32_t axis_in, bool indices) {
 void sort(const ir::SortNode& n, ExecContext& ctx) { ctx.set_tensor(n.out, sort_along(ctx.tensor(n.x), n.axis, false)); }
 void argsort(const ir::ArgsortNode& n, ExecContext& ctx) { ctx.set_tensor(n.out, sort_along(ctx.tensor(n.x), n.axis, true)); }
 
-void check_kth(int32_t kth, const Tensor& x, int32_t axis) {
+void check_kth(int64_t kth, const Tensor& x, int32_t axis) {
   const int64_t len = x.rank() ? x.dim(normalize_axis(axis, x.rank())) : 0;
   if (kth < -len || kth >= len)
     fail("partition: kth " + std::to_string(kth) + " is out of range for an axis of size " + std::to_string(len));

@@ -57,30 +57,27 @@ class FieldCollector {
     for (size_t k = 0; k < list.size(); ++k) (*this)(std::string(name) + std::to_string(k), list[k], role);
   }
   void operator()(std::string_view name, const ir::IntOrVid& v, ir::FieldRole) {
-    attribute(name, kernel::Value(int64_t{ctx_.resolve(v)}));
+    attribute(name, kernel::Value(ctx_.resolve(v)));
   }
   void operator()(std::string_view name, const ir::FloatOrVid& v, ir::FieldRole) {
     attribute(name, kernel::Value(double{ctx_.resolve(v)}));
   }
   // A value slot (RandomBits' seed) is the attribute of that name, an int.
-  void operator()(std::string_view name, const ir::Vid& v, ir::FieldRole) {
-    attribute(name, kernel::Value(int64_t{ctx_.int_value(v)}));
-  }
+  void operator()(std::string_view name, const ir::Vid& v, ir::FieldRole) { attribute(name, kernel::Value(ctx_.int_value(v))); }
   // A value slot is the attribute of that name (an int), a tensor the input of that name.
   void operator()(std::string_view name, const ir::VidOrTid& v, ir::FieldRole role) {
-    if (v.is_vid) return attribute(name, kernel::Value(int64_t{ctx_.int_value(v.vid)}));
+    if (v.is_vid) return attribute(name, kernel::Value(ctx_.int_value(v.vid)));
     (*this)(name, v.tid, role);
   }
   // An int, a value slot or a tensor (Take's index): the tensor is the input of that name, an int
-  // the attribute of that name (a literal clamped to int32, as the CPU reference reads it).
+  // the attribute of that name (read as the CPU reference reads it).
   void operator()(std::string_view name, const ir::IntOrVidOrTid& v, ir::FieldRole role) {
     if (v.kind == ir::IntOrVidOrTid::Tensor) return (*this)(name, v.tid, role);
-    const int32_t i = v.kind == ir::IntOrVidOrTid::Value ? ctx_.int_value(v.vid) : runtime::clamp_to_int32(v.literal);
-    attribute(name, kernel::Value(int64_t{i}));
+    attribute(name, kernel::Value(ctx_.resolve_int(v)));
   }
   void operator()(std::string_view name, const std::vector<ir::IntOrVid>& v, ir::FieldRole) {
     kernel::List list;
-    for (int32_t e : ctx_.resolve(v)) list.emplace_back(int64_t{e});
+    for (int64_t e : ctx_.resolve(v)) list.emplace_back(e);
     attribute(name, kernel::Value(std::move(list)));
   }
   void operator()(std::string_view name, const std::vector<int32_t>& v, ir::FieldRole) {
@@ -725,7 +722,7 @@ NodeRequest onnx_request(const ir::OnnxOp& op, const kernel::KernelSpec& spec, c
   for (size_t k = 0; k < op.outputs.size() && k < spec.outputs.size(); ++k)
     if (op.outputs[k]) collect(spec.outputs[k].name, *op.outputs[k], ir::FieldRole::Write);
   for (const ir::OnnxAttribute& a : op.attributes) r.request.attributes[a.name] = attribute_value(a.value);
-  for (const auto& [name, vid] : op.value_attributes) r.request.attributes[name] = kernel::Value(int64_t{ctx.int_value(vid)});
+  for (const auto& [name, vid] : op.value_attributes) r.request.attributes[name] = kernel::Value(ctx.int_value(vid));
   return r;
 }
 

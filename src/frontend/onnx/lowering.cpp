@@ -547,6 +547,7 @@ ir::Program Lowering::finish(ir::NamedData& named) {
   p.num_output_tensors = static_cast<uint32_t>(outputs_.size());
   p.num_temp_tensors = next - first_temp;
   p.num_values = num_values_;
+  p.int64_values = true;
   for (ir::Chain& chain : chains_)
     for (ir::Instruction& instruction : chain.instructions) remap_tids(instruction, map);
   p.chains = std::move(chains_);
