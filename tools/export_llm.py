@@ -30,7 +30,7 @@ and with --reference also reference.json and the decode-step .npy files (tools/l
 out of a .pte): the same export with no weight read, drawn, quantised or stored (`weights_untouched`), so an 8B
 program takes a few GB of memory. For llama-1b it is byte-identical to the real exports' payloads.
 
-Environment: /work/venv-export as in docs/llm-export.md (executorch 1.5.1, torch 2.14.1, transformers 5.3.0).
+Environment: the export venv ($VENV) of docs/llm-export.md (executorch 1.5.1, torch 2.14.1, transformers 5.3.0).
 Usage:
   python tools/export_llm.py --config tiny-llama --dtype fp32 --quant none --out /tmp/tiny/model.pte --reference
   python tools/export_llm.py --model-dir ~/Llama-3.2-1B-Instruct --dtype bf16 --quant 4w --max-seq-len 2048 \\

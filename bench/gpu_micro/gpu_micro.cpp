@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -268,7 +269,8 @@ json describe(const Device& device) {
   const AdapterDescription& a = device.adapter();
   const WGPULimits& l = device.limits();
   const DeviceFeatures& f = device.features();
-  return {{"library", device.library().path},
+  // The file name only: committed results carry no machine paths (implementation_version says which build).
+  return {{"library", std::filesystem::path(device.library().path).filename().string()},
           {"implementation_version", device.library().version_string()},
           {"adapter",
            {{"name", a.name},

@@ -7,10 +7,10 @@ weightless one (`--payload-only`), each in its own process as a user would, take
 any differs. Rerun it after upgrading executorch, torch, torchao or transformers: `--payload-only` replaces a few
 of their functions (`export_llm.weights_untouched`).
 
-Usage (the export venv of docs/llm-export.md; the tiny configs take about 10 minutes on 2 cores, the llama-1b
+Usage ($VENV: the export venv of docs/llm-export.md; the tiny configs take about 10 minutes on 2 cores, the llama-1b
 pair about 10 more and 13 GB):
-  /work/venv-export/bin/python tools/llm/check_payload_only.py
-  /work/venv-export/bin/python tools/llm/check_payload_only.py --configs llama-1b --dtypes bf16
+  $VENV/bin/python tools/llm/check_payload_only.py
+  $VENV/bin/python tools/llm/check_payload_only.py --configs llama-1b --dtypes bf16
 """
 
 from __future__ import annotations

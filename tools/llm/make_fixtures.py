@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Regenerate the committed LLM fixtures tests/fixtures/llm/<name>/ (tiny random-weight models only).
 
-    /work/venv-export/bin/python tools/llm/make_fixtures.py [--out tests/fixtures/llm] [--only NAME ...]
+    $VENV/bin/python tools/llm/make_fixtures.py [--out tests/fixtures/llm] [--only NAME ...]
+
+($VENV: the export venv of docs/llm-export.md.)
 
 Each fixture is tools/export_llm.py's output for one (config, dtype, quant) plus tools/llm/make_references.py's
 reference.json and decode-step .npy files; see docs/llm-export.md for the files and how tests use them.

@@ -4,9 +4,10 @@ tests/fixtures/onnx-llm: the graphs real ORT LLM exports have (MatMulNBits int4,
 with past/present KV caches and rotary embedding, SkipSimplifiedLayerNormalization,
 GatherBlockQuantized for tied embeddings), with random weights small enough to commit.
 
-    python3.11 -m venv /work/venv-genai
-    /work/venv-genai/bin/pip install onnxruntime-genai==0.18.0 transformers==5.24.0 torch==2.15.0 onnx-ir==1.1.0
-    /work/venv-genai/bin/python tools/onnx/make_llm_decoders.py [--out tests/fixtures/onnx-llm]
+    GENAI_VENV=$HOME/venv-genai   # any directory outside the repository
+    python3.11 -m venv $GENAI_VENV
+    $GENAI_VENV/bin/pip install onnxruntime-genai==0.18.0 transformers==5.24.0 torch==2.15.0 onnx-ir==1.1.0
+    $GENAI_VENV/bin/python tools/onnx/make_llm_decoders.py [--out tests/fixtures/onnx-llm]
 
 (PyPI's torch for Linux brings its CUDA runtime wheels; nothing runs on a GPU.) Each model is a
 Hugging Face config made here, saved with seeded random weights and a word-level tokenizer the

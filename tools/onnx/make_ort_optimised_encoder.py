@@ -4,9 +4,9 @@ own transformer optimizer on it, into tests/fixtures/onnx-encoder: the graph ORT
 models ship with (com.microsoft EmbedLayerNormalization, Attention with packed QKV weights and a
 1-D mask_index, SkipLayerNormalization, BiasGelu), small enough to commit.
 
-    /work/venv-genai/bin/python tools/onnx/make_ort_optimised_encoder.py [--out tests/fixtures/onnx-encoder]
+    $GENAI_VENV/bin/python tools/onnx/make_ort_optimised_encoder.py [--out tests/fixtures/onnx-encoder]
 
-(the venv tools/onnx/make_llm_decoders.py describes, or any with torch 2.15, transformers 5.24,
+($GENAI_VENV: the venv tools/onnx/make_llm_decoders.py describes, or any with torch 2.15, transformers 5.24,
 onnx 1.23 and onnxruntime 1.32; the model runs on the CPU). The encoder is transformers' BertModel (2 layers, hidden 64, 4 heads, vocabulary 100)
 with every parameter drawn from a seeded generator. Its self-attention is exported in the form
 transformers 4.x wrote (view, permute, matmul, divide by sqrt(head size), add the extended mask,

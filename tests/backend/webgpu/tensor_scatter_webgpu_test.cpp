@@ -21,7 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kKernels = std::string(WGML_SOURCE_DIR) + "/kernels";
-const std::string kSeed = std::string(WGML_SOURCE_DIR) + "/../shared/seeds/TensorScatter.json";
+const std::string kSeed = std::string(WGML_SOURCE_DIR) + "/tests/fixtures/seeds/TensorScatter.json";
 
 using Geometry = wgml::testing::ScatterGeometry;
 
