@@ -185,12 +185,19 @@ struct ConstantsFile {
     std::error_code ignored;
     if (temporary) std::filesystem::remove(path, ignored);
   }
+  // How the printed results name it: committed results carry no machine paths, so a temporary file
+  // shows as <tmp>/NAME and an absolute --constants path by its file name.
+  std::string shown() const {
+    const std::filesystem::path p(path);
+    if (temporary) return "<tmp>/" + p.filename().string();
+    return p.is_absolute() ? p.filename().string() : path;
+  }
 };
 
 void prepare_constants(ConstantsFile& file, const Options& o, const std::vector<bench::ConstantInfo>& constants) {
   file.path = o.constants_path;
   if (!file.path.empty() && std::filesystem::exists(file.path)) {
-    std::printf("constants: reusing %s\n", file.path.c_str());
+    std::printf("constants: reusing %s\n", file.shown().c_str());
     return;
   }
   if (file.path.empty()) {
@@ -202,7 +209,7 @@ void prepare_constants(ConstantsFile& file, const Options& o, const std::vector<
   const auto start = Clock::now();
   bench::write_random_constants(file.path, constants, o.seed, std::max(1u, std::thread::hardware_concurrency()));
   file.write_seconds = seconds_since(start);
-  std::printf("constants: drawn into %s in %.1f s\n", file.path.c_str(), file.write_seconds);
+  std::printf("constants: drawn into %s in %.1f s\n", file.shown().c_str(), file.write_seconds);
 }
 
 // The program's logits: its first float output whose last dim is static (an LLM payload's outputs
