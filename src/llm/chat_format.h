@@ -1,10 +1,12 @@
 #pragma once
-// Chat prompts for one user message (and an optional system message), ending where the assistant's
-// reply begins: the token ids transformers' apply_chat_template(add_generation_prompt=True) gives
+// Chat prompts for a conversation (system, user and assistant messages), ending where the assistant's
+// next reply begins: the token ids transformers' apply_chat_template(add_generation_prompt=True) gives
 // for the formats below. wgml has no Jinja engine to run a model's own chat template (docs/llm.md,
 // "Chat templates", says why), so it writes the formats it knows and recognises a model's template
 // by their markers.
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,9 +28,19 @@ const char* chat_format_name(ChatFormat format);
 // template of another format.
 std::optional<ChatFormat> detect_chat_format(const Tokenizer& tokenizer);
 
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
 // The prompt's ids, BOS included where the format has it. The model's own template may add more
 // than the format: Llama 3.1's dated system preamble, Qwen2.5's default system message.
 std::vector<TokenId> chat_prompt(const Tokenizer& tokenizer, ChatFormat format, std::string_view user,
                                  std::string_view system = {});
+// The same for a conversation. Llama 2's format takes one system message, first, followed by user
+// and assistant messages in turn, the last a user's; it ends each assistant turn with the
+// tokenizer's first EOS. Throws wgml::Error (invalid-argument) naming the message that breaks
+// these rules, or an unknown role.
+std::vector<TokenId> chat_prompt(const Tokenizer& tokenizer, ChatFormat format, std::span<const ChatMessage> messages);
 
 }  // namespace wgml

@@ -18,6 +18,7 @@
 #include "io/npy.h"
 #include "io/output_files.h"
 #include "runtime/executor.h"
+#include "serve_command.h"
 #include "session_args.h"
 #include "spec_command.h"
 #include "wgml/error.h"
@@ -282,6 +283,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
 
   wgml::cli::GenerateCommand generate_command(app);
+  wgml::cli::ServeCommand serve_command(app);
 
   bool ops_json = false;
   auto* ops_cmd = app.add_subcommand("ops", "List every op of every domain with its support per backend");
@@ -296,6 +298,7 @@ int main(int argc, char** argv) {
     if (*ops_cmd) return list_ops(ops_json);
     if (*run_cmd) return run(run_args);
     if (generate_command.selected()) return generate_command.run();
+    if (serve_command.selected()) return serve_command.run();
   } catch (const wgml::Error& e) {
     std::cerr << "wgml: error [" << wgml::error_code_name(e.code()) << "]: " << e.what() << "\n";
     return 1;
