@@ -194,6 +194,24 @@ TEST(OnnxInt64Values, LoopTripCountBeyondInt32IsRefusedBeforeTheFirstStep) {
   expect_refused_count(session, {int64_scalar(int64_t{1} << 62), float_tensor_of({1}, {0})}, "loop", "4611686018427387904");
 }
 
+// A dim plus a run-time int64 is value-slot arithmetic (AddInt): past int64 it is an error naming
+// the node, never a wrapped count.
+TEST(OnnxInt64Values, ShapeArithmeticPastInt64IsAnError) {
+  OnnxModel m;
+  m.input("x", kFloat, {kDynamic}).output("y", kFloat, {kDynamic});
+  m.initializer("offset", std::vector<int64_t>{kInt64Max}, {});
+  m.initializer("axes", std::vector<int64_t>{0}, {1});
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Squeeze", {"s"}, {"n"});
+  m.node("Add", {"n", "offset"}, {"count"}, "count");
+  m.node("Unsqueeze", {"count", "axes"}, {"shape"});
+  m.node("ConstantOfShape", {"shape"}, {"y"});
+  Session session = small_session(m, "add_int_overflow");
+  const Error e = run_error(session, {float_tensor_of({2}, {0, 0})});
+  EXPECT_EQ(e.code(), ErrorCode::Runtime);
+  EXPECT_THAT(e.what(), AllOf(HasSubstr("AddInt: the result overflows int64"), HasSubstr("node 'count' (Add)")));
+}
+
 // MemAvailable bounds the default limit: a default session cannot push the machine into swap.
 TEST(OnnxInt64Values, TheDefaultMemoryLimitIsAtMostTheFreeMemory) {
   std::ifstream meminfo("/proc/meminfo");
