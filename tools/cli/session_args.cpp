@@ -32,7 +32,7 @@ void SessionArgs::add_to(CLI::App& command) {
   command.add_option("--constants", constants, "Constants (.safetensors) for a .mlxg payload");
   command.add_option("--max-memory", max_memory,
                      "Most bytes the model's tensors may hold at once, host and device (e.g. 4G, 512M; K/M/G/T are powers "
-                     "of 1024); default: three quarters of physical memory");
+                     "of 1024); default: the free memory (MemAvailable), at most three quarters of physical memory");
 }
 
 Session SessionArgs::open() const {
