@@ -9,8 +9,8 @@
 //
 // The program is an MLX delegate payload (.mlxg) of an ExecuTorch LLM export (input 0 token ids
 // [1, T], input 1 cache positions, a logits output): a few hundred KB where the .pte holds GBs of
-// weights. Its constants are drawn from the payload's own metadata (bench/llm_decode/
-// random_constants.h) into a .safetensors file (a temporary one, or --constants FILE, written when
+// weights. Its constants are drawn from the payload's own metadata (src/llm/random_constants.h,
+// which `wgml bench` shares) into a .safetensors file (a temporary one, or --constants FILE, written when
 // absent and reused when present), and a wgml::Session opens the payload with it.
 //
 // Each step is what wgml::Generator::forward does: Session::run on token ids [1, 1] and cache
@@ -45,7 +45,7 @@
 #include "frontend/pte/pte_file.h"
 #include "io/bytes.h"
 #include "ir/payload.h"
-#include "llm_decode/random_constants.h"
+#include "llm/random_constants.h"
 #include "wgml/error.h"
 #include "wgml/session.h"
 
@@ -151,13 +151,13 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 int list_constants(const std::string& path) {
-  const std::vector<bench::ConstantInfo> constants = bench::describe_constants(read_program(path));
+  const std::vector<llm::ConstantInfo> constants = llm::describe_constants(read_program(path));
   int width = 0;
-  for (const bench::ConstantInfo& c : constants) width = std::max(width, static_cast<int>(c.name.size()));
-  for (const bench::ConstantInfo& c : constants)
+  for (const llm::ConstantInfo& c : constants) width = std::max(width, static_cast<int>(c.name.size()));
+  for (const llm::ConstantInfo& c : constants)
     std::printf("%-*s %-8s %-16s %12llu B%s%s  %s\n", width, c.name.c_str(), std::string(dtype_name(c.dtype)).c_str(),
                 shape_text(c.shape).c_str(), static_cast<unsigned long long>(c.loaded_bytes),
-                c.written_by_init ? " (init chain)" : "", c.gathered_only ? " (gathered)" : "", bench::fill_name(c.fill));
+                c.written_by_init ? " (init chain)" : "", c.gathered_only ? " (gathered)" : "", llm::fill_name(c.fill));
   return 0;
 }
 
@@ -165,9 +165,9 @@ struct ConstantTotals {
   uint64_t count = 0, loaded_bytes = 0, streamed_bytes = 0, file_bytes = 0;
 };
 
-ConstantTotals totals_of(const std::vector<bench::ConstantInfo>& constants) {
+ConstantTotals totals_of(const std::vector<llm::ConstantInfo>& constants) {
   ConstantTotals t;
-  for (const bench::ConstantInfo& c : constants) {
+  for (const llm::ConstantInfo& c : constants) {
     ++t.count;
     t.file_bytes += c.bytes;
     t.loaded_bytes += c.loaded_bytes;
@@ -194,7 +194,7 @@ struct ConstantsFile {
   }
 };
 
-void prepare_constants(ConstantsFile& file, const Options& o, const std::vector<bench::ConstantInfo>& constants) {
+void prepare_constants(ConstantsFile& file, const Options& o, const std::vector<llm::ConstantInfo>& constants) {
   file.path = o.constants_path;
   if (!file.path.empty() && std::filesystem::exists(file.path)) {
     std::printf("constants: reusing %s\n", file.shown().c_str());
@@ -207,7 +207,7 @@ void prepare_constants(ConstantsFile& file, const Options& o, const std::vector<
     file.temporary = true;
   }
   const auto start = Clock::now();
-  bench::write_random_constants(file.path, constants, o.seed, std::max(1u, std::thread::hardware_concurrency()));
+  llm::write_random_constants(file.path, constants, o.seed, std::max(1u, std::thread::hardware_concurrency()));
   file.write_seconds = seconds_since(start);
   std::printf("constants: drawn into %s in %.1f s\n", file.shown().c_str(), file.write_seconds);
 }
@@ -455,7 +455,7 @@ nlohmann::json result_json(const Options& o, const ConstantTotals& totals, doubl
 }
 
 int bench_decode(const Options& o) {
-  const std::vector<bench::ConstantInfo> constants = bench::describe_constants(read_program(o.program));
+  const std::vector<llm::ConstantInfo> constants = llm::describe_constants(read_program(o.program));
   const ConstantTotals totals = totals_of(constants);
   std::printf("%s: %llu constants, %.1f MB as loaded, %.1f MB read per token (%.1f MB only gathered from)\n", o.program.c_str(),
               static_cast<unsigned long long>(totals.count), totals.loaded_bytes / 1e6, totals.streamed_bytes / 1e6,

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/op_support.h"
+#include "bench_command.h"
 #include "core/elements.h"
 #include "core/printable.h"
 #include "frontend/load_model.h"
@@ -283,6 +284,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
 
   wgml::cli::GenerateCommand generate_command(app);
+  wgml::cli::BenchCommand bench_command(app);
   wgml::cli::ServeCommand serve_command(app);
 
   bool ops_json = false;
@@ -298,6 +300,7 @@ int main(int argc, char** argv) {
     if (*ops_cmd) return list_ops(ops_json);
     if (*run_cmd) return run(run_args);
     if (generate_command.selected()) return generate_command.run();
+    if (bench_command.selected()) return bench_command.run();
     if (serve_command.selected()) return serve_command.run();
   } catch (const wgml::Error& e) {
     std::cerr << "wgml: error [" << wgml::error_code_name(e.code()) << "]: " << e.what() << "\n";

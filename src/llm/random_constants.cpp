@@ -1,7 +1,8 @@
-#include "llm_decode/random_constants.h"
+#include "llm/random_constants.h"
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -10,11 +11,14 @@
 #include <thread>
 
 #include "core/elements.h"
+#include "frontend/pte/pte_file.h"
+#include "io/bytes.h"
+#include "ir/payload.h"
 #include "ir/slot_visit.h"
 #include "ir/validate.h"
 #include "wgml/error.h"
 
-namespace wgml::bench {
+namespace wgml::llm {
 namespace {
 
 struct Access {
@@ -197,7 +201,7 @@ void write_random_constants(const std::string& path, const std::vector<ConstantI
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return dtype_size(constants[a].dtype) > dtype_size(constants[b].dtype); });
-  nlohmann::json header = {{"__metadata__", {{"format", "wgml llm_decode random constants"}, {"seed", std::to_string(seed)}}}};
+  nlohmann::json header = {{"__metadata__", {{"format", "wgml random constants"}, {"seed", std::to_string(seed)}}}};
   uint64_t total = 0;
   for (size_t i : order) {
     const ConstantInfo& c = constants[i];
@@ -245,4 +249,35 @@ void write_random_constants(const std::string& path, const std::vector<ConstantI
   if (!file.flush()) throw Error(ErrorCode::Io, path + ": write failed");
 }
 
-}  // namespace wgml::bench
+bool payload_without_constants(const std::string& model_path, const std::string& constants_path) {
+  const io::ByteView file = io::map_file(model_path);
+  if (!ir::looks_like_payload(file)) return false;
+  const std::string constants =
+      constants_path.empty() ? std::filesystem::path(model_path).replace_extension(".safetensors").string() : constants_path;
+  return ir::read_payload(file, model_path).num_constant_tensors > 0 && !std::filesystem::exists(constants);
+}
+
+RandomWeightsModel write_random_weights_model(const std::string& model_path, const std::string& dir, uint64_t seed,
+                                              unsigned threads) {
+  const io::ByteView file = io::map_file(model_path);
+  RandomWeightsModel out{model_path, (std::filesystem::path(dir) / "model.safetensors").string()};
+  ir::Program program;
+  if (ir::looks_like_payload(file)) {
+    program = ir::read_payload(file, model_path);
+  } else if (frontend::looks_like_pte(file)) {
+    const frontend::PteContents pte = frontend::read_pte(file, model_path);
+    program = ir::read_payload(pte.payload, pte.payload_name);
+    out.payload_path = (std::filesystem::path(dir) / "model.mlxg").string();
+    std::ofstream payload(out.payload_path, std::ios::binary | std::ios::trunc);
+    payload.write(reinterpret_cast<const char*>(pte.payload.data), static_cast<std::streamsize>(pte.payload.size));
+    if (!payload.flush()) throw Error(ErrorCode::Io, out.payload_path + ": cannot write the MLX payload of " + model_path);
+  } else {
+    throw Error(ErrorCode::Unsupported, model_path +
+                                            ": random weights are drawn for an MLX delegate program (.pte or .mlxg); this "
+                                            "file is neither (an ONNX model carries its own initializers)");
+  }
+  write_random_constants(out.constants_path, describe_constants(program), seed, threads);
+  return out;
+}
+
+}  // namespace wgml::llm

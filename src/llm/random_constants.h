@@ -1,14 +1,14 @@
 #pragma once
 // Random constants for an MLX program: what a model file's weights would be, made from the
 // program's own metadata (names from its named slots, dtypes and shapes from tensor_meta), so a
-// benchmark can run a 1B or 8B program whose weights never travel.
+// benchmark (`wgml bench`, bench/llm_decode) can run a 1B or 8B program whose weights never travel.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ir/program.h"
 
-namespace wgml::bench {
+namespace wgml::llm {
 
 // How a constant's bytes are drawn.
 enum class Fill {
@@ -43,4 +43,22 @@ void write_random_constants(const std::string& path, const std::vector<ConstantI
 
 const char* fill_name(Fill f);
 
-}  // namespace wgml::bench
+// Whether `model_path` is an MLX payload (.mlxg) with constants but no file holding them:
+// `constants_path`, else the payload's path with .safetensors (where load_model looks).
+bool payload_without_constants(const std::string& model_path, const std::string& constants_path);
+
+// What a Session needs to run the MLX program of a .pte or .mlxg on random constants.
+struct RandomWeightsModel {
+  // The model itself for a payload; for a .pte its MLX payload, extracted as it is stored (the
+  // .pte's constant methods and method signature stay behind: the program's own inputs are used).
+  std::string payload_path;
+  std::string constants_path;  // the constants drawn from the program's metadata (.safetensors)
+};
+
+// Writes into the folder `dir` the files a Session needs to run `model_path`'s MLX program on
+// constants drawn from `seed`. Throws wgml::Error(Unsupported) for a file that holds no MLX
+// program (an ONNX model carries its own initializers).
+RandomWeightsModel write_random_weights_model(const std::string& model_path, const std::string& dir, uint64_t seed,
+                                              unsigned threads);
+
+}  // namespace wgml::llm
