@@ -11,7 +11,7 @@ debian_packages=(
   cmake ninja-build g++ clang clang-format libclang-rt-14-dev ccache python3 python3-venv python3-dev
   flatbuffers-compiler libflatbuffers-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev googletest libprotobuf-dev protobuf-compiler
-  pkg-config curl patch libre2-dev libpcre2-dev
+  pkg-config curl patch libre2-dev libpcre2-dev libcpp-httplib-dev
 )
 
 missing=()
