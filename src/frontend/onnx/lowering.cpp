@@ -137,10 +137,13 @@ ir::Vid Lowering::new_value() { return ir::Vid{num_values_++}; }
 
 std::string Lowering::unique_name(const std::string& hint) {
   const int n = name_counts_[hint]++;
+  if (open_trials_ > 0)
+    trial_undo_.push_back([this, hint, n] { n == 0 ? void(name_counts_.erase(hint)) : void(name_counts_[hint] = n); });
   if (n == 0) return hint;
   std::string name = hint + "#" + std::to_string(n);
   while (name_counts_.count(name)) name += "'";
   name_counts_[name] = 1;
+  if (open_trials_ > 0) trial_undo_.push_back([this, name] { name_counts_.erase(name); });
   return name;
 }
 
@@ -160,6 +163,7 @@ ir::Tid Lowering::scalar_constant(double v, DType dtype) {
     Tensor t(dtype, {});
     store_double(dtype, t.mutable_data(), 0, v);
     it->second = add_constant(t, "scalar");
+    if (open_trials_ > 0) trial_undo_.push_back([this, key = it->first] { scalars_.erase(key); });
   }
   return it->second;
 }
@@ -188,6 +192,7 @@ uint32_t Lowering::new_chain() {
 }
 
 void Lowering::replace_chain(uint32_t chain, ir::OnnxOp op) {
+  if (open_trials_ > 0) trial_undo_.push_back([this, chain, before = chains_[chain]] { chains_[chain] = before; });
   chains_[chain] = ir::Chain{};
   in_chain(chain, [&] { emit(std::move(op)); });
 }
@@ -195,26 +200,97 @@ void Lowering::replace_chain(uint32_t chain, ir::OnnxOp op) {
 void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
   // Values and value slots made inside a body exist only there: restore the outer view after.
   const uint32_t outer_chain = chain_;
-  auto outer_values = values_;
-  auto outer_dims = dim_cache_;
   const std::string outer_origin = origin_;
+  const size_t values_mark = values_undo_.size(), dims_mark = dims_undo_.size();
+  remember_chain_length(chain);
+  ++open_scopes_;
   chain_ = chain;
+  auto leave = [&] {
+    --open_scopes_;
+    chain_ = outer_chain;
+    origin_ = outer_origin;
+    undo_values(values_mark, dims_mark);
+  };
   try {
     f();
   } catch (...) {
-    chain_ = outer_chain;
-    origin_ = outer_origin;
+    leave();
     throw;
   }
-  chain_ = outer_chain;
-  origin_ = outer_origin;
-  values_ = std::move(outer_values);
-  dim_cache_ = std::move(outer_dims);
+  leave();
+}
+
+void Lowering::remember_value(const std::string& name) {
+  if (open_scopes_ == 0) return;
+  const auto it = values_.find(name);
+  values_undo_.push_back({name, it == values_.end() ? std::nullopt : std::optional<Value>(it->second)});
+}
+
+void Lowering::remember_chain_length(uint32_t chain) {
+  if (open_trials_ == 0) return;
+  trial_undo_.push_back([this, chain, length = chains_[chain].instructions.size()] {
+    ir::Chain& c = chains_[chain];
+    c.instructions.erase(c.instructions.begin() + static_cast<std::ptrdiff_t>(length), c.instructions.end());
+    c.origins.erase(c.origins.begin() + static_cast<std::ptrdiff_t>(length), c.origins.end());
+  });
+}
+
+void Lowering::undo_values(size_t values_mark, size_t dims_mark) {
+  for (; values_undo_.size() > values_mark; values_undo_.pop_back()) {
+    ValueBefore& change = values_undo_.back();
+    if (change.before)
+      values_[change.name] = std::move(*change.before);
+    else
+      values_.erase(change.name);
+  }
+  for (; dims_undo_.size() > dims_mark; dims_undo_.pop_back()) dim_cache_.erase(dims_undo_.back());
+}
+
+Lowering::Trial::Trial(Lowering& g)
+    : g_(g),
+      slots_(g.slot_classes_.size()),
+      constants_(g.constants_.size()),
+      chains_(g.chains_.size()),
+      values_undo_(g.values_undo_.size()),
+      dims_undo_(g.dims_undo_.size()),
+      trial_undo_(g.trial_undo_.size()),
+      num_values_(g.num_values_),
+      chain_(g.chain_),
+      origin_(g.origin_) {
+  ++g.open_scopes_;
+  ++g.open_trials_;
+  g.remember_chain_length(g.chain_);
+}
+
+void Lowering::Trial::keep() {
+  open_ = false;
+  if (--g_.open_scopes_ == 0) g_.values_undo_.clear(), g_.dims_undo_.clear();
+  if (--g_.open_trials_ == 0) g_.trial_undo_.clear();
+}
+
+Lowering::Trial::~Trial() {
+  if (!open_) return;
+  g_.undo_values(values_undo_, dims_undo_);
+  for (; g_.trial_undo_.size() > trial_undo_; g_.trial_undo_.pop_back()) g_.trial_undo_.back()();
+  g_.slot_classes_.resize(slots_);
+  g_.slot_meta_.resize(slots_);
+  g_.constants_.resize(constants_);
+  g_.constant_tids_.resize(constants_);
+  g_.chains_.resize(chains_);
+  g_.chain_first_slot_.resize(chains_);
+  g_.num_values_ = num_values_;
+  g_.chain_ = chain_;
+  g_.origin_ = origin_;
+  --g_.open_scopes_;
+  --g_.open_trials_;
 }
 
 void Lowering::assume(ir::Vid cond, bool holds) {
   for (auto& [name, v] : values_)
-    if (v.alternatives) v = resolved(v, cond, holds);
+    if (v.alternatives) {
+      remember_value(name);
+      v = resolved(v, cond, holds);
+    }
 }
 
 Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, const Value& when_true, const Value& when_false) {
@@ -311,12 +387,17 @@ const Value& Lowering::value(const std::string& name) const {
   return it->second;
 }
 
-void Lowering::define(const std::string& name, Value v) { values_[name] = std::move(v); }
+void Lowering::define(const std::string& name, Value v) {
+  remember_value(name);
+  values_[name] = std::move(v);
+}
 
 ir::Tid Lowering::tensor_of(const std::string& name) {
-  Value& v = values_.at(name);
-  if (!v.tid) v.tid = tensor(v);
-  return *v.tid;
+  if (values_.at(name).tid) return *values_.at(name).tid;
+  const ir::Tid tid = tensor(values_.at(name));
+  remember_value(name);
+  values_.at(name).tid = tid;
+  return tid;
 }
 
 ir::Tid Lowering::tensor(const Value& v) {
@@ -394,6 +475,7 @@ ir::IntOrVid Lowering::dim(const Value& v, int axis) {
   const ir::Vid out = new_value();
   emit(ir::SymSizeNode{.a = t, .dim = axis, .out = out});
   dim_cache_[key] = out;
+  if (open_scopes_ > 0) dims_undo_.push_back(key);
   return slot(out);
 }
 

@@ -178,6 +178,25 @@ class Lowering {
   void count_lowered(const pb::NodeProto& node);
   uint64_t nodes_lowered() const { return work_->lowered; }
 
+  // A lowering that may be taken back (a Loop body lowered to learn how its carried shapes
+  // change): unless kept, leaving the Trial's scope (an exception included) restores the Lowering
+  // as it was when the Trial began. It costs what is lowered inside it, not the Lowering's size.
+  class Trial {
+   public:
+    explicit Trial(Lowering& g);
+    Trial(const Trial&) = delete;
+    Trial& operator=(const Trial&) = delete;
+    ~Trial();
+    void keep();
+
+   private:
+    Lowering& g_;
+    size_t slots_, constants_, chains_, values_undo_, dims_undo_, trial_undo_;
+    uint32_t num_values_, chain_;
+    std::string origin_;
+    bool open_ = true;
+  };
+
  private:
   enum class SlotClass { Constant, Input, Output, Temp };
   ir::Tid new_slot(SlotClass c);
@@ -208,6 +227,22 @@ class Lowering {
     uint64_t nodes_in_file = 0;
   };
   std::shared_ptr<Work> work_ = std::make_shared<Work>();
+  // Undo logs, so that a scope's changes are taken back at a cost in proportion to them (copying
+  // the state per body made loading quadratic in the number of Ifs and Loops side by side).
+  // Values and cached dims belong to a body (in_chain) or a Trial; name counts, scalar constants
+  // and the lengths of chains written to, to a Trial (new slots and chains are truncated).
+  struct ValueBefore {
+    std::string name;
+    std::optional<Value> before;  // none: the name was not defined
+  };
+  std::vector<ValueBefore> values_undo_;
+  std::vector<std::pair<uint32_t, int>> dims_undo_;  // dim_cache_ keys added
+  std::vector<std::function<void()>> trial_undo_;
+  int open_scopes_ = 0;  // bodies and Trials
+  int open_trials_ = 0;
+  void remember_value(const std::string& name);  // before a change to it
+  void remember_chain_length(uint32_t chain);
+  void undo_values(size_t values_mark, size_t dims_mark);
 };
 
 // The ONNX node being lowered: its inputs, attributes and outputs, with errors that name it.

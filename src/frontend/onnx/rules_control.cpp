@@ -152,24 +152,23 @@ ScanResult emit_scan(NodeLowering& n, const pb::GraphProto& body, const ScanPart
 }
 
 // Carried values may change shape from step to step (a tensor growing by a row), as ONNX Runtime
-// allows: the body is lowered on a copy of the lowering state until the dims it sees for them stop
-// changing (unknown where a step changes them). The copy whose dims held is the lowering: lowering
-// it again would double the work at every level of nested Loops.
+// allows: the body is lowered as a trial, taken back, until the dims it sees for them stop
+// changing (unknown where a step changes them). The trial whose dims held is the lowering:
+// lowering it again would double the work at every level of nested Loops.
 ScanResult emit_scan_of_changing_shapes(NodeLowering& n, const pb::GraphProto& body, ScanParts parts) {
   if (parts.carried_initial.empty()) return emit_scan(n, body, parts);
   for (const Value& v : parts.carried_initial) parts.carried_dims.push_back(v.dims);
   // Dims only ever turn unknown, so this ends.
   while (true) {
-    Lowering trial = n.g;
-    NodeLowering on_trial(trial, n.node, n.opset);
-    ScanResult r = emit_scan(on_trial, body, parts);
+    Lowering::Trial trial(n.g);
+    ScanResult r = emit_scan(n, body, parts);
     bool changed = false;
     for (size_t i = 0; i < r.carried.size(); ++i) {
       changed |= r.carried[i].dims != parts.carried_dims[i];
       parts.carried_dims[i] = r.carried[i].dims;
     }
     if (!changed) {
-      n.g = std::move(trial);
+      trial.keep();
       return r;
     }
   }
