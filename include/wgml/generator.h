@@ -11,10 +11,16 @@
 // logits ([1, T, vocab], [T, vocab] or [1, vocab]). The KV cache lives in the program's mutable
 // buffers, which the Session keeps between calls. A prompt is fed in chunks of the program's
 // largest token count, then one token per call; only the logits row a step samples from is read.
+//
+// An ONNX decoder as onnxruntime-genai's model builder exports it takes its KV cache as inputs
+// and returns it as outputs (DecoderConfig names them). Each step's present outputs are fed back
+// as the next step's past inputs as the Session returned them: on WebGPU they stay in GPU buffers,
+// so a decode step uploads only its token id and attention mask and reads back one logits row.
 #include <cstdint>
 #include <functional>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "wgml/session.h"
@@ -60,6 +66,26 @@ struct GenerationStats {
   double decode_tokens_per_s() const { return decode_ms > 0 ? decode_steps * 1e3 / decode_ms : 0; }
 };
 
+// How an ONNX decoder names its inputs and outputs, as onnxruntime-genai's genai_config.json
+// (model.decoder.inputs / outputs) does; "%d" stands for the layer. The defaults are the builder's.
+struct DecoderConfig {
+  std::string input_ids = "input_ids";
+  std::string attention_mask = "attention_mask";  // ones [1, positions so far]
+  std::string position_ids = "position_ids";      // [1, T]; optional
+  std::string past_key_names = "past_key_values.%d.key";
+  std::string past_value_names = "past_key_values.%d.value";
+  std::string logits = "logits";
+  std::string present_key_names = "present.%d.key";
+  std::string present_value_names = "present.%d.value";
+  // model.context_length, or search.max_length where smaller (onnxruntime-genai stops there); 0: unknown.
+  int64_t context_length = 0;
+  std::vector<int64_t> eos_token_ids;  // model.eos_token_id (one id or a list)
+};
+
+// The genai_config.json in the directory of `model_path`, or the defaults where there is none.
+// Throws wgml::Error(InvalidFormat) naming the file and the field that is malformed.
+DecoderConfig read_genai_config(const std::string& model_path);
+
 // Called with each new token as it is made; returning false stops generation.
 using TokenCallback = std::function<bool(int64_t token)>;
 
@@ -67,14 +93,20 @@ class Generator {
  public:
   // Checks that the session's program has the signature above; throws wgml::Error(InvalidArgument)
   // naming the input or output that does not fit.
+  // An ONNX decoder whose inputs include DecoderConfig{}'s past key names is driven as by
+  // Generator(session, DecoderConfig{}).
   explicit Generator(Session& session);
+  // An ONNX decoder with its KV cache as inputs and outputs named by `config`; throws
+  // wgml::Error(InvalidArgument) naming an input it cannot feed or an output it does not find.
+  Generator(Session& session, const DecoderConfig& config);
 
   // The most tokens one call takes (the token input's upper bound; 1 for a decode-only export).
   int64_t max_tokens_per_call() const { return max_tokens_per_call_; }
   int64_t vocab_size() const { return vocab_size_; }
   // The most positions the program's KV cache holds: its metadata get_max_ctx_len (ExecuTorch's
   // LLM export writes it), else the sequence dim of its KV caches (rank-4 mutable buffers
-  // [batch, kv_heads, positions, head_dim]); 0 when neither is known.
+  // [batch, kv_heads, positions, head_dim]); for an ONNX decoder DecoderConfig::context_length;
+  // 0 when none is known.
   int64_t max_context() const { return max_context_; }
   // Tokens in the cache so far: the next call writes at this position.
   int64_t position() const { return position_; }
@@ -86,8 +118,8 @@ class Generator {
   std::vector<int64_t> generate(std::span<const int64_t> prompt, const GenerationOptions& options,
                                 const TokenCallback& on_token = {});
   // Forgets the sequence: the next generate() starts at position 0 (the stale cache entries are
-  // overwritten before any attention reads them).
-  void reset() { position_ = 0; }
+  // overwritten before any attention reads them; an ONNX decoder's cache inputs start empty again).
+  void reset();
 
   // The logits row after feeding `tokens` (at least one): one row of vocab_size floats.
   std::vector<float> forward(std::span<const int64_t> tokens);
@@ -95,12 +127,34 @@ class Generator {
   const GenerationStats& stats() const { return stats_; }
 
  private:
+  // What the program takes as each input.
+  enum class Feed {
+    TokenIds,        // [1, T]
+    CachePositions,  // [T]
+    StartPosition,   // [1]
+    PositionIds,     // [1, T]
+    AttentionMask,   // ones [1, positions so far]
+    Cache,           // the KV cache entry `cache` (an ONNX decoder's past input)
+  };
+  struct InputFeed {
+    Feed feed;
+    size_t cache = 0;
+  };
+
+  void bind_executorch_program();
+  void bind_onnx_decoder(const DecoderConfig& config);
   std::vector<Value> inputs_for(std::span<const int64_t> tokens) const;
   // The positions this generation may fill: options.max_sequence, or the program's context.
   int64_t sequence_limit(const GenerationOptions& options) const;
 
   Session& session_;
-  bool positions_per_token_ = true;  // cache_position [T]; else a start position [1]
+  std::vector<InputFeed> feeds_;  // one per program input
+  size_t logits_output_ = 0;
+  // An ONNX decoder's KV cache: what the last call returned (device tensors on WebGPU), the empty
+  // entries a sequence starts from, and the output each entry is read from.
+  std::vector<Tensor> cache_;
+  std::vector<Tensor> empty_cache_;
+  std::vector<size_t> cache_outputs_;
   int64_t max_tokens_per_call_ = 1;
   int64_t vocab_size_ = 0;
   int64_t max_context_ = 0;

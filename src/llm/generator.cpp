@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "core/elements.h"
@@ -20,6 +21,14 @@ double ms_since(Clock::time_point start) { return std::chrono::duration<double, 
                   "positions int64 [T] or [1], output 0 logits)");
 }
 
+[[noreturn]] void unfit_decoder(const std::string& what) {
+  throw Error(ErrorCode::InvalidArgument,
+              "generate: " + what +
+                  " (expected an ONNX decoder as onnxruntime-genai's builder exports it: int64 input_ids [1, T] and "
+                  "attention_mask, past_key_values.%d.key/value in, logits and present.%d.key/value out, under the "
+                  "names genai_config.json gives)");
+}
+
 bool is_int64_tensor(const IoInfo& io) { return io.kind == "tensor" && io.dtype == DType::Int64; }
 
 // Where the program's context ends (Generator::max_context()). A cache read past it would attend
@@ -35,11 +44,61 @@ int64_t program_context(const Session& session) {
   return smallest;
 }
 
+// The layer `name` stands for in a name pattern with "%d" ("past_key_values.%d.key"), if it fits.
+std::optional<size_t> layer_in(const std::string& name, const std::string& pattern) {
+  const size_t hole = pattern.find("%d");
+  if (hole == std::string::npos) return std::nullopt;
+  const std::string prefix = pattern.substr(0, hole), suffix = pattern.substr(hole + 2);
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) return std::nullopt;
+  const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return std::stoul(digits);
+}
+
+std::string layer_name(const std::string& pattern, size_t layer) {
+  std::string name = pattern;
+  return name.replace(name.find("%d"), 2, std::to_string(layer));
+}
+
+const IoInfo* find_io(const std::vector<IoInfo>& ios, const std::string& name, size_t* index = nullptr) {
+  for (size_t i = 0; i < ios.size(); ++i) {
+    if (ios[i].name != name) continue;
+    if (index) *index = i;
+    return &ios[i];
+  }
+  return nullptr;
+}
+
+// A cache dim the past input leaves dynamic is read from its present output ([batch, kv_heads, positions, head_size]).
+int64_t cache_dim(const IoInfo& past, const IoInfo& present, size_t dim) {
+  if (past.shape[dim] > 0) return past.shape[dim];
+  if (present.shape.size() == 4 && present.shape[dim] > 0) return present.shape[dim];
+  unfit_decoder("neither '" + past.name + "' nor '" + present.name + "' gives dim " + std::to_string(dim) + " a size");
+}
+
+template <typename ValueAt>
+Tensor int64_tensor(Shape shape, ValueAt value_at) {
+  Tensor t(DType::Int64, std::move(shape));
+  int64_t* values = t.mutable_data_as<int64_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) values[i] = value_at(i);
+  return t;
+}
+
 }  // namespace
 
 Generator::Generator(Session& session) : session_(session) {
-  const std::vector<IoInfo>& in = session.inputs();
-  const std::vector<IoInfo>& out = session.outputs();
+  if (find_io(session.inputs(), layer_name(DecoderConfig{}.past_key_names, 0)))
+    bind_onnx_decoder(DecoderConfig{});
+  else
+    bind_executorch_program();
+}
+
+Generator::Generator(Session& session, const DecoderConfig& config) : session_(session) { bind_onnx_decoder(config); }
+
+void Generator::bind_executorch_program() {
+  const std::vector<IoInfo>& in = session_.inputs();
+  const std::vector<IoInfo>& out = session_.outputs();
   if (in.size() != 2) unfit("the program has " + std::to_string(in.size()) + " inputs");
   if (!is_int64_tensor(in[0]) || in[0].shape.size() != 2 || in[0].shape[0] != 1)
     unfit("input 0 ('" + in[0].name + "') is not int64 [1, T]");
@@ -51,18 +110,94 @@ Generator::Generator(Session& session) : session_(session) {
   if (max_tokens_per_call_ == 0) unfit("input 0 takes no tokens");
   // A static [1] position input is a start position; a dynamic one (or one as long as the tokens)
   // holds one position per token.
-  positions_per_token_ = in[1].shape[0] != 1 || in[0].shape[1] == 1;
+  const bool positions_per_token = in[1].shape[0] != 1 || in[0].shape[1] == 1;
+  feeds_ = {{Feed::TokenIds}, {positions_per_token ? Feed::CachePositions : Feed::StartPosition}};
   vocab_size_ = out[0].shape.back();
-  max_context_ = program_context(session);
+  max_context_ = program_context(session_);
+}
+
+void Generator::bind_onnx_decoder(const DecoderConfig& config) {
+  const std::vector<IoInfo>& in = session_.inputs();
+  const std::vector<IoInfo>& out = session_.outputs();
+  std::vector<const IoInfo*> past;  // cache entry 2 * layer: its key, 2 * layer + 1: its value
+  for (const IoInfo& input : in) {
+    const bool int64_matrix = is_int64_tensor(input) && input.shape.size() == 2;
+    const std::optional<size_t> key = layer_in(input.name, config.past_key_names);
+    const std::optional<size_t> value = layer_in(input.name, config.past_value_names);
+    if (key || value) {
+      const size_t entry = key ? 2 * *key : 2 * *value + 1;
+      if (input.kind != "tensor" || !is_floating(input.dtype) || input.shape.size() != 4)
+        unfit_decoder("cache input '" + input.name + "' is not a float tensor [batch, kv_heads, positions, head_size]");
+      past.resize(std::max(past.size(), entry / 2 * 2 + 2));
+      past[entry] = &input;
+      feeds_.push_back({Feed::Cache, entry});
+    } else if (input.name == config.input_ids && int64_matrix) {
+      feeds_.push_back({Feed::TokenIds});
+      max_tokens_per_call_ = input.max_shape[1] < 0 ? 1 << 20 : input.max_shape[1];
+    } else if (input.name == config.attention_mask && int64_matrix) {
+      feeds_.push_back({Feed::AttentionMask});
+    } else if (input.name == config.position_ids && int64_matrix) {
+      feeds_.push_back({Feed::PositionIds});
+    } else {
+      unfit_decoder("input '" + input.name + "' is none this generator can feed");
+    }
+  }
+  if (std::none_of(feeds_.begin(), feeds_.end(), [](const InputFeed& f) { return f.feed == Feed::TokenIds; }))
+    unfit_decoder("no int64 [1, T] input named '" + config.input_ids + "'");
+  if (max_tokens_per_call_ == 0) unfit_decoder("input '" + config.input_ids + "' takes no tokens");
+  if (past.empty()) unfit_decoder("no cache input named like '" + config.past_key_names + "'");
+  for (size_t entry = 0; entry < past.size(); ++entry) {
+    const std::string& pattern = entry % 2 ? config.past_value_names : config.past_key_names;
+    const std::string& present_pattern = entry % 2 ? config.present_value_names : config.present_key_names;
+    if (!past[entry]) unfit_decoder("no cache input '" + layer_name(pattern, entry / 2) + "'");
+    size_t index = 0;
+    const IoInfo* present = find_io(out, layer_name(present_pattern, entry / 2), &index);
+    if (!present) unfit_decoder("no output '" + layer_name(present_pattern, entry / 2) + "' for '" + past[entry]->name + "'");
+    cache_outputs_.push_back(index);
+    // A sequence starts from an empty cache: no past positions.
+    empty_cache_.emplace_back(past[entry]->dtype,
+                              Shape{1, cache_dim(*past[entry], *present, 1), 0, cache_dim(*past[entry], *present, 3)});
+  }
+  const IoInfo* logits = find_io(out, config.logits, &logits_output_);
+  if (!logits || logits->kind != "tensor" || !is_floating(logits->dtype) || logits->shape.empty() || logits->shape.back() <= 0)
+    unfit_decoder("no float output '" + config.logits + "' with a static vocabulary dim");
+  vocab_size_ = logits->shape.back();
+  max_context_ = config.context_length;
+  cache_ = empty_cache_;
+}
+
+void Generator::reset() {
+  position_ = 0;
+  cache_ = empty_cache_;
 }
 
 std::vector<Value> Generator::inputs_for(std::span<const int64_t> tokens) const {
   const int64_t n = static_cast<int64_t>(tokens.size());
-  Tensor ids(DType::Int64, {1, n});
-  std::copy(tokens.begin(), tokens.end(), ids.mutable_data_as<int64_t>());
-  Tensor positions(DType::Int64, {positions_per_token_ ? n : 1});
-  for (int64_t i = 0; i < positions.numel(); ++i) positions.mutable_data_as<int64_t>()[i] = position_ + i;
-  return {ids, positions};
+  const auto at_position = [&](int64_t i) { return position_ + i; };
+  std::vector<Value> inputs;
+  for (const InputFeed& input : feeds_) {
+    switch (input.feed) {
+      case Feed::TokenIds:
+        inputs.emplace_back(int64_tensor({1, n}, [&](int64_t i) { return tokens[i]; }));
+        break;
+      case Feed::CachePositions:
+        inputs.emplace_back(int64_tensor({n}, at_position));
+        break;
+      case Feed::StartPosition:
+        inputs.emplace_back(int64_tensor({1}, at_position));
+        break;
+      case Feed::PositionIds:
+        inputs.emplace_back(int64_tensor({1, n}, at_position));
+        break;
+      case Feed::AttentionMask:
+        inputs.emplace_back(int64_tensor({1, position_ + n}, [](int64_t) { return 1; }));
+        break;
+      case Feed::Cache:
+        inputs.emplace_back(cache_[input.cache]);
+        break;
+    }
+  }
+  return inputs;
 }
 
 std::vector<float> Generator::forward(std::span<const int64_t> tokens) {
@@ -71,9 +206,17 @@ std::vector<float> Generator::forward(std::span<const int64_t> tokens) {
                                                 " tokens, found " + std::to_string(tokens.size()));
   const std::vector<Value> outputs = session_.run(inputs_for(tokens));
   position_ += static_cast<int64_t>(tokens.size());
-  const Tensor* logits = std::get_if<Tensor>(&outputs[0]);
+  // The presents go back in as they came out: on WebGPU their bytes stay in GPU buffers.
+  for (size_t entry = 0; entry < cache_outputs_.size(); ++entry) {
+    const Tensor* present = std::get_if<Tensor>(&outputs[cache_outputs_[entry]]);
+    if (!present)
+      throw Error(ErrorCode::Runtime, "generate: cache output " + std::to_string(cache_outputs_[entry]) + " is not a tensor");
+    cache_[entry] = *present;
+  }
+  const Tensor* logits = std::get_if<Tensor>(&outputs[logits_output_]);
   if (!logits || logits->numel() < vocab_size_ || logits->numel() % vocab_size_ != 0)
-    throw Error(ErrorCode::Runtime, "generate: output 0 is not a whole number of logits rows of " + std::to_string(vocab_size_));
+    throw Error(ErrorCode::Runtime, "generate: output " + std::to_string(logits_output_) +
+                                        " is not a whole number of logits rows of " + std::to_string(vocab_size_));
   return to_floats(logits->flat_range(logits->numel() - vocab_size_, vocab_size_));
 }
 

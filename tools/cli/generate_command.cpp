@@ -55,7 +55,10 @@ std::string model_directory(const std::string& model) {
 }  // namespace
 
 GenerateCommand::GenerateCommand(CLI::App& app) {
-  command_ = app.add_subcommand("generate", "Generate text with an LLM exported by ExecuTorch's MLX LLM path");
+  command_ = app.add_subcommand(
+      "generate",
+      "Generate text with an LLM exported by ExecuTorch's MLX LLM path, or an ONNX decoder with its KV cache as "
+      "inputs and outputs (onnxruntime-genai's builder; genai_config.json beside it)");
   session_.add_to(*command_);
   auto* prompt = command_->add_option("--prompt", prompt_, "The prompt text");
   auto* ids = command_->add_option("--prompt-ids", prompt_ids_, "The prompt as token ids, comma-separated (no tokenizer needed)");
@@ -74,7 +77,7 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   command_->add_option("--stop-token", options_.stop_tokens, "Token ids that end generation (repeatable)");
   command_->add_option("--max-seq-len", options_.max_sequence,
                        "The most positions the prompt and new tokens may fill (0: the program's context, its "
-                       "get_max_ctx_len or KV cache length; more is an error)");
+                       "get_max_ctx_len or KV cache length, or genai_config.json's context_length; more is an error)");
   command_->add_flag("--stats", stats_, "Also print GPU work per decode token: dispatches, submits, bytes moved");
 }
 
@@ -100,9 +103,13 @@ int GenerateCommand::run() const {
   if (prompt_ids_.empty() || !tokenizer_path_.empty())
     tokenizer = Tokenizer::load(tokenizer_path_.empty() ? model_directory(session_.path) : tokenizer_path_);
   const std::vector<int64_t> prompt = prompt_tokens(tokenizer ? &*tokenizer : nullptr);
+  // An ONNX decoder is driven as onnxruntime-genai drives it: by its genai_config.json, which also says where it stops.
+  std::optional<DecoderConfig> decoder;
+  if (std::filesystem::path(session_.path).extension() == ".onnx") decoder = read_genai_config(session_.path);
   GenerationOptions options = options_;
+  if (options.stop_tokens.empty() && decoder) options.stop_tokens = decoder->eos_token_ids;
   if (options.stop_tokens.empty() && tokenizer) options.stop_tokens = tokenizer->eos_ids();
-  Generator generator(session);
+  Generator generator = decoder ? Generator(session, *decoder) : Generator(session);
   std::optional<TextStream> text;
   if (tokenizer && !print_ids_) text.emplace(tokenizer->stream(prompt));
   generator.generate(prompt, options, [&](int64_t token) {
