@@ -8,8 +8,9 @@ namespace wgml::ir {
 std::vector<io::ByteView> bind_constants(const Program& program, const NamedData& named, const std::string& source) {
   const std::vector<bool> from_init = constants_written_by_init(program);
   std::vector<io::ByteView> out(program.num_constant_tensors);
+  const auto names = program.named_slots_by_tensor();
   for (uint32_t tid = 0; tid < program.num_constant_tensors; ++tid) {
-    const NamedSlot* slot = program.named_slot_of_tensor(tid);
+    const NamedSlot* slot = names.at(tid);
     const std::string where = source + ": constant tensor " + std::to_string(tid);
     auto it = named.find(slot->name);
     if (it == named.end())

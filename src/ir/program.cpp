@@ -88,4 +88,11 @@ const NamedSlot* Program::named_slot_of_tensor(uint32_t tid) const {
   return nullptr;
 }
 
+std::unordered_map<uint32_t, const NamedSlot*> Program::named_slots_by_tensor() const {
+  std::unordered_map<uint32_t, const NamedSlot*> out;
+  for (const NamedSlot& s : named_slots)
+    if (s.slot.type == SlotType::Tensor) out.emplace(s.slot.idx, &s);  // the first, as named_slot_of_tensor
+  return out;
+}
+
 }  // namespace wgml::ir

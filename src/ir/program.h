@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -113,6 +114,8 @@ struct Program {
   const TensorMeta* meta(Tid t) const;
   // The named slot of a tensor, if it has one (constants and mutable buffers do).
   const NamedSlot* named_slot_of_tensor(uint32_t tid) const;
+  // named_slot_of_tensor for every named tensor at once, by Tid: one pass over named_slots.
+  std::unordered_map<uint32_t, const NamedSlot*> named_slots_by_tensor() const;
   bool has_init_chain() const { return init_chain_idx >= 0; }
 };
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 
 #include "ir/slot_visit.h"
 #include "wgml/error.h"
@@ -95,12 +96,12 @@ class Validator {
       fail("tensor_meta",
            "at most " + std::to_string(p_.num_tensors()) + " entries, found " + std::to_string(p_.tensor_meta.size()));
     const uint64_t persistent = uint64_t{p_.num_constant_tensors};
+    const auto names = p_.named_slots_by_tensor();
     for (uint64_t t = 0; t < persistent; ++t) {
       const TensorMeta* m = p_.meta(Tid{static_cast<uint32_t>(t)});
       if (!m) fail("tensor_meta[" + std::to_string(t) + "]", "metadata for constant tensor");
       if (!m->is_static()) fail("tensor_meta[" + std::to_string(t) + "]", "a static shape for a constant");
-      if (!p_.named_slot_of_tensor(static_cast<uint32_t>(t)))
-        fail("named_slots", "a name for constant tensor " + std::to_string(t));
+      if (!names.count(static_cast<uint32_t>(t))) fail("named_slots", "a name for constant tensor " + std::to_string(t));
     }
     for (const Slot& s : p_.mutable_buffers) {
       const TensorMeta* m = p_.meta(Tid{s.idx});
@@ -172,10 +173,11 @@ class Validator {
 
   // What running a chain does to temps, whatever ran before it: the temps it reads before it
   // writes them (with the place of the first such read), and the temps it surely writes.
-  // Computed once per chain, so nested If/Scan bodies cost linear time.
+  // Computed once per chain, so nested If/Scan bodies cost linear time; sets rather than a flag
+  // per temp, so that a chain costs its own size (not the program's: Ifs side by side).
   struct ChainEffect {
     std::map<size_t, std::string> reads_before_write;
-    std::vector<bool> writes;
+    std::unordered_set<size_t> writes;
   };
 
   void check_liveness(uint32_t chain) const {
@@ -189,9 +191,9 @@ class Validator {
 
   const ChainEffect& effect_of(uint32_t c) const {
     if (effects_[c]) return *effects_[c];
-    ChainEffect effect{{}, std::vector<bool>(p_.num_temp_tensors, false)};
+    ChainEffect effect;
     auto note_read = [&](size_t temp, const std::string& where) {
-      if (!effect.writes[temp]) effect.reads_before_write.emplace(temp, where);
+      if (!effect.writes.count(temp)) effect.reads_before_write.emplace(temp, where);
     };
     const auto& instructions = p_.chains[c].instructions;
     for (size_t i = 0; i < instructions.size(); ++i) {
@@ -208,29 +210,33 @@ class Validator {
           },
           [](Vid, std::string_view) {});
       apply_children(node, effect.writes, note_read);
-      for (Tid t : writes) effect.writes[temp_index(t)] = true;
+      for (Tid t : writes) effect.writes.insert(temp_index(t));
     }
     effects_[c] = std::move(effect);
     return *effects_[c];
   }
 
   template <class NoteRead>
-  void apply_children(const Instruction& instruction, std::vector<bool>& written, NoteRead& note_read) const {
+  void apply_children(const Instruction& instruction, std::unordered_set<size_t>& written, NoteRead& note_read) const {
     const Node* node = as_node(instruction);
     if (!node) return;
     if (const auto* scan = std::get_if<ScanNode>(node)) {
       // The body may run zero times: its writes count for nothing after the Scan.
-      std::vector<bool> sliced(written.size(), false);
+      std::unordered_set<size_t> sliced;
       for (Tid t : scan->sliced)
-        if (is_temp(t)) sliced[temp_index(t)] = true;
+        if (is_temp(t)) sliced.insert(temp_index(t));
       for (const auto& [temp, where] : effect_of(static_cast<uint32_t>(scan->body_chain_idx)).reads_before_write)
-        if (!sliced[temp]) note_read(temp, where);
+        if (!sliced.count(temp)) note_read(temp, where);
     } else if (const auto* branch = std::get_if<IfNode>(node)) {
       const ChainEffect& then_effect = effect_of(branch->then_chain_idx);
       const ChainEffect& else_effect = effect_of(branch->else_chain_idx);
       for (const auto* branch_effect : {&then_effect, &else_effect})
         for (const auto& [temp, where] : branch_effect->reads_before_write) note_read(temp, where);
-      for (size_t k = 0; k < written.size(); ++k) written[k] = written[k] || (then_effect.writes[k] && else_effect.writes[k]);
+      const bool then_fewer = then_effect.writes.size() <= else_effect.writes.size();
+      const auto& fewer = then_fewer ? then_effect.writes : else_effect.writes;
+      const auto& more = then_fewer ? else_effect.writes : then_effect.writes;
+      for (size_t k : fewer)
+        if (more.count(k)) written.insert(k);
     }
   }
 

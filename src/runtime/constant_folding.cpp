@@ -19,8 +19,31 @@ bool is_random(const ir::Instruction& instruction) {
   return node && std::holds_alternative<ir::RandomBitsNode>(*node);
 }
 
+// Whether each slot, at the current place in the chain, holds a constant or a folded result. A
+// body may write any temp: forget_all_but_constants() makes every slot but the constants unknown
+// at once, by an epoch rather than by touching each slot (that cost the number of slots per If
+// or Loop).
+class KnownSlots {
+ public:
+  explicit KnownSlots(const ir::Program& p) : constants_(p.num_constant_tensors), epoch_of_(p.num_tensors(), 0) {
+    for (uint32_t t = 0; t < constants_; ++t) epoch_of_[t] = kAlways;
+  }
+  bool operator[](uint32_t t) const { return epoch_of_[t] == kAlways || epoch_of_[t] == epoch_; }
+  void set(uint32_t t, bool known) {
+    // A constant slot overwritten stays what it was made: known or not across bodies.
+    epoch_of_[t] = known ? (t < constants_ ? kAlways : epoch_) : 0;
+  }
+  void forget_all_but_constants() { ++epoch_; }
+
+ private:
+  static constexpr uint64_t kAlways = UINT64_MAX;
+  uint32_t constants_;
+  std::vector<uint64_t> epoch_of_;  // kAlways, the epoch it became known in, or 0: unknown
+  uint64_t epoch_ = 1;
+};
+
 // Whether the instruction reads only `known` tensors, updates none in place and touches no value slot.
-bool computes_from_known(const ir::Instruction& instruction, const std::vector<bool>& known) {
+bool computes_from_known(const ir::Instruction& instruction, const KnownSlots& known) {
   bool foldable = true;
   ir::visit_slots(
       instruction,
@@ -48,18 +71,15 @@ FoldingPlan plan_constant_folding(const ir::Program& p) {
   FoldingPlan plan;
   const auto& main = p.chains[p.main_chain_idx].instructions;
   plan.folded.assign(main.size(), false);
-  // Whether each slot, at the current place in the chain, holds a constant or a folded result.
-  std::vector<bool> known(p.num_tensors(), false);
-  for (uint32_t t = 0; t < p.num_constant_tensors; ++t) known[t] = true;
+  KnownSlots known(p);
   for (size_t i = 0; i < main.size(); ++i) {
     if (has_body_chains(main[i])) {
-      // Bodies may write any temp: nothing after them is known but the constants.
-      for (uint32_t t = p.num_constant_tensors; t < p.num_tensors(); ++t) known[t] = false;
+      known.forget_all_but_constants();
       continue;
     }
     const std::vector<Tid> writes = tensors_written(main[i]);
     plan.folded[i] = !writes.empty() && !is_random(main[i]) && computes_from_known(main[i], known);
-    for (Tid t : writes) known[t.idx] = plan.folded[i];
+    for (Tid t : writes) known.set(t.idx, plan.folded[i]);
   }
   // A constant is dead when only folded instructions read it.
   std::vector<bool> still_read(p.num_constant_tensors, false);

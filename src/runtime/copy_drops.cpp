@@ -51,6 +51,13 @@ class LaterReads {
  public:
   explicit LaterReads(size_t slots) : later_(slots), generation_(slots, 0) {}
 
+  // At the end of a chain nothing reads any slot later. One LaterReads serves every chain:
+  // tables per chain cost the number of slots for each If branch and Loop body.
+  void start_chain() {
+    ++generation_now_;
+    fallback_ = Later{};
+  }
+
   Later at(uint32_t slot) const {
     if (slot >= later_.size() || generation_[slot] != generation_now_) return fallback_;
     return later_[slot];
@@ -95,10 +102,11 @@ class LaterReads {
 // next write made opening a session quadratic in the model's size).
 std::vector<std::vector<std::vector<CopyDrop>>> plan_copy_drops(const ir::Program& p, const Backend& backend) {
   std::vector<std::vector<std::vector<CopyDrop>>> drops(p.chains.size());
+  LaterReads later(p.num_tensors());
   for (size_t c = 0; c < p.chains.size(); ++c) {
     const auto& chain = p.chains[c].instructions;
     drops[c].resize(chain.size());
-    LaterReads later(p.num_tensors());
+    later.start_chain();
     for (size_t i = chain.size(); i-- > 0;) {
       if (!has_bodies(chain[i]))
         ir::visit_slots(

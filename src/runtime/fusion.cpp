@@ -27,10 +27,16 @@ class DefUse {
  public:
   DefUse(const ir::Program& p, const std::vector<ir::Instruction>& chain) : writes_(chain.size()) {
     std::map<uint32_t, size_t> last_writer;
+    // A value escapes into a body that runs while it is in its slot: one after its writer, up to
+    // the instruction that overwrites it (included). Checked when the value is overwritten, not at
+    // each body for every slot (that made fusion quadratic in the number of Ifs and Loops).
+    std::optional<size_t> last_body;
+    auto note_escape = [&](uint32_t slot, size_t writer) {
+      if (last_body && *last_body > writer) escaping_.insert({writer, slot});
+    };
     reads_.resize(chain.size());
     for (size_t i = 0; i < chain.size(); ++i) {
-      if (has_body_chains(chain[i]))
-        for (const auto& [slot, writer] : last_writer) escaping_.insert({writer, slot});
+      if (has_body_chains(chain[i])) last_body = i;
       ir::visit_slots(
           chain[i],
           [&](Tid t, FieldRole role, std::string_view) {
@@ -45,11 +51,13 @@ class DefUse {
           chain[i],
           [&](Tid t, FieldRole role, std::string_view) {
             if (role == FieldRole::Read) return;
+            if (const auto it = last_writer.find(t.idx); it != last_writer.end()) note_escape(t.idx, it->second);
             last_writer[t.idx] = i;
             writes_[i].push_back(t.idx);
           },
           [](ir::Vid, std::string_view) {});
     }
+    for (const auto& [slot, writer] : last_writer) note_escape(slot, writer);
     std::vector<ir::Slot> live_after = p.outputs;
     live_after.insert(live_after.end(), p.mutable_buffers.begin(), p.mutable_buffers.end());
     for (const ir::Slot& s : live_after)

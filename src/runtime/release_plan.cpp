@@ -87,8 +87,8 @@ class Planner {
     bool direct = false;
   };
 
-  // Plans chain `c` for the temps it is responsible for (all when `mine` is null).
-  void plan_chain(uint32_t c, const std::vector<bool>* mine) {
+  // Plans chain `c` for the temps it is responsible for (all when `mine`, ascending, is null).
+  void plan_chain(uint32_t c, const std::vector<uint32_t>* mine) {
     const auto& instructions = p_.chains[c].instructions;
     std::map<uint32_t, Use> uses;
     for (size_t i = 0; i < instructions.size(); ++i) {
@@ -105,9 +105,9 @@ class Planner {
         ++u.instructions;
       }
     }
-    std::map<uint32_t, std::vector<bool>> delegated;
+    std::map<uint32_t, std::vector<uint32_t>> delegated;
     for (const auto& [t, use] : uses) {
-      if (mine && !(*mine)[t]) continue;
+      if (mine && !std::binary_search(mine->begin(), mine->end(), t)) continue;
       if (use.direct || use.instructions > 1 || !delegate(instructions[use.last], t, delegated))
         plan_.after[c][use.last].push_back(Tid{t});
     }
@@ -115,8 +115,10 @@ class Planner {
   }
 
   // Hands temp `t`, which only the bodies of `instruction` touch, to those bodies when each is
-  // that instruction's alone; returns false (the parent releases it) otherwise.
-  bool delegate(const ir::Instruction& instruction, uint32_t t, std::map<uint32_t, std::vector<bool>>& delegated) {
+  // that instruction's alone; returns false (the parent releases it) otherwise. Temps are offered
+  // in ascending order, so each body's list stays sorted (a list, not a flag per slot: Ifs side
+  // by side made that quadratic).
+  bool delegate(const ir::Instruction& instruction, uint32_t t, std::map<uint32_t, std::vector<uint32_t>>& delegated) {
     std::vector<uint32_t> users;
     for (uint32_t body : body_chains(instruction)) {
       if (body >= p_.chains.size()) return false;
@@ -126,11 +128,7 @@ class Planner {
       if (references_[body] != 1 || top_level) return false;
       users.push_back(body);
     }
-    for (uint32_t body : users) {
-      std::vector<bool>& temps = delegated[body];
-      if (temps.empty()) temps.assign(releasable_.size(), false);
-      temps[t] = true;
-    }
+    for (uint32_t body : users) delegated[body].push_back(t);
     return !users.empty();
   }
 
