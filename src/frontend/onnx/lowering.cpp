@@ -74,6 +74,13 @@ Value resolved(const Value& v, ir::Vid cond, bool holds) {
   return out;
 }
 
+// Whether v is one of alternatives chosen by `cond` (or holds such alternatives).
+bool depends_on(const Value& v, ir::Vid cond) {
+  if (!v.alternatives) return false;
+  const Alternatives& a = *v.alternatives;
+  return a.cond == cond || depends_on(a.when_true, cond) || depends_on(a.when_false, cond);
+}
+
 // The ranks a value may have at run time.
 std::set<int> ranks_of(const Value& v) {
   if (!v.alternatives) return {v.rank()};
@@ -202,6 +209,7 @@ void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
   const uint32_t outer_chain = chain_;
   const std::string outer_origin = origin_;
   const size_t values_mark = values_undo_.size(), dims_mark = dims_undo_.size();
+  const size_t outer_assumptions = assumptions_.size();
   remember_chain_length(chain);
   ++open_scopes_;
   chain_ = chain;
@@ -209,6 +217,7 @@ void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
     --open_scopes_;
     chain_ = outer_chain;
     origin_ = outer_origin;
+    assumptions_.resize(outer_assumptions);
     undo_values(values_mark, dims_mark);
   };
   try {
@@ -220,7 +229,7 @@ void Lowering::in_chain(uint32_t chain, const std::function<void()>& f) {
   leave();
 }
 
-void Lowering::remember_value(const std::string& name) {
+void Lowering::remember_value(const std::string& name) const {
   if (open_scopes_ == 0) return;
   const auto it = values_.find(name);
   values_undo_.push_back({name, it == values_.end() ? std::nullopt : std::optional<Value>(it->second)});
@@ -285,13 +294,7 @@ Lowering::Trial::~Trial() {
   --g_.open_trials_;
 }
 
-void Lowering::assume(ir::Vid cond, bool holds) {
-  for (auto& [name, v] : values_)
-    if (v.alternatives) {
-      remember_value(name);
-      v = resolved(v, cond, holds);
-    }
-}
+void Lowering::assume(ir::Vid cond, bool holds) { assumptions_.emplace_back(cond, holds); }
 
 Value Lowering::join(ir::Vid cond, uint32_t true_chain, uint32_t false_chain, const Value& when_true, const Value& when_false) {
   if (when_true.sequence || when_false.sequence)
@@ -376,7 +379,8 @@ void Lowering::count_lowered(const pb::NodeProto& node) {
   throw Error(ErrorCode::ResourceLimit,
               source_ + ": node '" + node.name() + "' (" + node.op_type() + "): expected at most " +
                   std::to_string(work_->budget) + " node lowerings for a file of " + std::to_string(work_->nodes_in_file) +
-                  " nodes: nested Loop or Scan bodies whose carried shapes change are lowered again at every level");
+                  " nodes: nested Loop or Scan bodies whose carried shapes change are lowered again at every level, "
+                  "and a node reading values that run-time Ifs chose once per way they can go");
 }
 
 bool Lowering::has_value(const std::string& name) const { return values_.count(name) > 0; }
@@ -384,7 +388,12 @@ bool Lowering::has_value(const std::string& name) const { return values_.count(n
 const Value& Lowering::value(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) throw Error(ErrorCode::InvalidProgram, source_ + ": value '" + name + "' is not defined");
-  return it->second;
+  Value& v = it->second;
+  auto applies = [&](const std::pair<ir::Vid, bool>& assumption) { return depends_on(v, assumption.first); };
+  if (std::none_of(assumptions_.begin(), assumptions_.end(), applies)) return v;
+  remember_value(name);
+  for (const auto& [cond, holds] : assumptions_) v = resolved(v, cond, holds);
+  return v;
 }
 
 void Lowering::define(const std::string& name, Value v) {
@@ -393,8 +402,8 @@ void Lowering::define(const std::string& name, Value v) {
 }
 
 ir::Tid Lowering::tensor_of(const std::string& name) {
-  if (values_.at(name).tid) return *values_.at(name).tid;
-  const ir::Tid tid = tensor(values_.at(name));
+  if (value(name).tid) return *value(name).tid;
+  const ir::Tid tid = tensor(value(name));
   remember_value(name);
   values_.at(name).tid = tid;
   return tid;

@@ -172,8 +172,9 @@ class Lowering {
   std::set<std::string> poisoned;
 
   // Lowering may lower a node more than once (a Loop or Scan body whose carried shapes change is
-  // lowered again, rules_control.cpp), and nesting multiplies that: every node lowered counts, and
-  // `node` past `budget` in all is refused with ResourceLimit. Trial copies share the count.
+  // lowered again, rules_control.cpp; a node reading values a run-time If chose, once per way it
+  // can go, onnx_model.cpp), and nesting multiplies that: every node lowered counts, trials and
+  // alternatives included, and `node` past `budget` in all is refused with ResourceLimit.
   void set_node_budget(uint64_t budget, uint64_t nodes_in_file);
   void count_lowered(const pb::NodeProto& node);
   uint64_t nodes_lowered() const { return work_->lowered; }
@@ -216,7 +217,10 @@ class Lowering {
   std::vector<ir::Chain> chains_;
   std::vector<size_t> chain_first_slot_;  // by chain: how many slots existed when it was made
   uint32_t chain_ = 0;
-  std::map<std::string, Value> values_;
+  // value() resolves a value against the chain's assumptions when it is read (assume() resolving
+  // every value at once cost the number of values per node lowered per alternative).
+  mutable std::map<std::string, Value> values_;
+  std::vector<std::pair<ir::Vid, bool>> assumptions_;  // of the chain being lowered and those around it
   std::map<std::pair<uint32_t, int>, ir::Vid> dim_cache_;
   std::map<std::string, int> name_counts_;
   std::string origin_;
@@ -235,12 +239,12 @@ class Lowering {
     std::string name;
     std::optional<Value> before;  // none: the name was not defined
   };
-  std::vector<ValueBefore> values_undo_;
+  mutable std::vector<ValueBefore> values_undo_;
   std::vector<std::pair<uint32_t, int>> dims_undo_;  // dim_cache_ keys added
   std::vector<std::function<void()>> trial_undo_;
   int open_scopes_ = 0;  // bodies and Trials
   int open_trials_ = 0;
-  void remember_value(const std::string& name);  // before a change to it
+  void remember_value(const std::string& name) const;  // before a change to it
   void remember_chain_length(uint32_t chain);
   void undo_values(size_t values_mark, size_t dims_mark);
 };

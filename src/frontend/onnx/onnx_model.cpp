@@ -109,6 +109,7 @@ std::optional<ir::Vid> alternatives_condition(const Lowering& g, const pb::NodeP
 std::vector<Unsupported> lower_on_one_side(Lowering& g, const pb::NodeProto& node, ir::Vid cond, bool holds, uint32_t chain,
                                            std::vector<std::optional<Value>>& outputs) {
   std::vector<Unsupported> problems;
+  g.count_lowered(node);  // a node reading the choices of k Ifs is lowered 2^k times
   g.in_chain(chain, [&] {
     g.assume(cond, holds);
     try {
