@@ -69,6 +69,12 @@ OnnxModel nested_loops(int depth, bool growing) {
 
 int64_t nodes_lowered(const ir::Model& model) { return std::stoll(model.source_info.at("nodes_lowered")); }
 
+Tensor bool_scalar(bool value) {
+  Tensor t(DType::Bool, {});
+  t.mutable_data()[0] = value;
+  return t;
+}
+
 TEST(OnnxLoadTime, NestedLoopsLowerEachBodyOnce) {
   for (int depth : {1, 2, 20}) {
     const ir::Model model = frontend::load_model(nested_loops(depth, false).write(fresh_directory("nested_loops")));
@@ -140,6 +146,163 @@ TEST(OnnxLoadTime, OpeningASessionIsLinearInNodes) {
   const double small = seconds_to_open(add_relu_chain(10000));
   const double large = seconds_to_open(add_relu_chain(40000));
   EXPECT_LT(large, 8 * small) << small << " s for 10000 nodes, " << large << " s for 40000";
+}
+
+// x -> If(c) -> If(c) -> ... : `count` Ifs side by side on a run-time condition, each adding 1
+// to the value before it in one branch and subtracting 1 in the other.
+std::string sequential_ifs(int count) {
+  OnnxModel m;
+  m.input("c", kBool, {}).input("x", kFloat, {1}).output("y", kFloat, {1});
+  m.initializer("one", std::vector<float>{1}, {1});
+  std::string previous = "x";
+  for (int i = 0; i < count; ++i) {
+    const std::string k = std::to_string(i);
+    const std::string out = i + 1 == count ? "y" : "v" + k;
+    auto branch = [&](const std::string& name, const std::string& op) {
+      ::onnx::GraphProto g;
+      g.set_name(name + k);
+      add_node(g, op, {previous, "one"}, {name + "_out" + k});
+      add_value_info(g.add_output(), name + "_out" + k, kFloat, {1});
+      return g;
+    };
+    auto& node = m.node("If", {"c"}, {out}, "if" + k);
+    set_attr(node, "then_branch", branch("then", "Add"));
+    set_attr(node, "else_branch", branch("else", "Sub"));
+    previous = out;
+  }
+  return m.write(fresh_directory("sequential_ifs"));
+}
+
+// x -> Loop -> Loop -> ... : `count` Loops side by side, each running its body twice on the value
+// before it, carried (Add 1 per step).
+std::string sequential_loops(int count) {
+  OnnxModel m;
+  m.input("x", kFloat, {1}).output("y", kFloat, {1});
+  m.initializer("trips", std::vector<int64_t>{2}, {});
+  m.initializer("one", std::vector<float>{1}, {1});
+  ::onnx::TensorProto truth;
+  truth.set_name("always");
+  truth.set_data_type(kBool);
+  truth.add_int32_data(1);
+  *m.graph().add_initializer() = truth;
+  std::string previous = "x";
+  for (int i = 0; i < count; ++i) {
+    const std::string k = std::to_string(i);
+    const std::string out = i + 1 == count ? "y" : "v" + k;
+    ::onnx::GraphProto body;
+    body.set_name("body" + k);
+    add_value_info(body.add_input(), "i" + k, kInt64, {});
+    add_value_info(body.add_input(), "cond" + k, kBool, {});
+    add_value_info(body.add_input(), "x" + k, kFloat, {1});
+    add_node(body, "Identity", {"cond" + k}, {"cond_out" + k});
+    add_node(body, "Add", {"x" + k, "one"}, {"y" + k});
+    add_value_info(body.add_output(), "cond_out" + k, kBool, {});
+    add_value_info(body.add_output(), "y" + k, kFloat, {1});
+    set_attr(m.node("Loop", {"trips", "always", previous}, {out}, "loop" + k), "body", body);
+    previous = out;
+  }
+  return m.write(fresh_directory("sequential_loops"));
+}
+
+// An If whose branches give x of rank 1 or 2, then `count` Relus on it: each lowered per branch.
+std::string relus_after_rank_if(int count) {
+  OnnxModel m;
+  m.input("c", kBool, {}).input("x", kFloat, {1}).output("y", kFloat, {kDynamic});
+  m.initializer("axes", std::vector<int64_t>{0}, {1});
+  ::onnx::GraphProto then_branch;
+  then_branch.set_name("then");
+  add_node(then_branch, "Identity", {"x"}, {"t"});
+  add_value_info(then_branch.add_output(), "t", kFloat, {1});
+  ::onnx::GraphProto else_branch;
+  else_branch.set_name("else");
+  add_node(else_branch, "Unsqueeze", {"x", "axes"}, {"e"});
+  add_value_info(else_branch.add_output(), "e", kFloat, {1, 1});
+  auto& node = m.node("If", {"c"}, {"v"}, "if");
+  set_attr(node, "then_branch", then_branch);
+  set_attr(node, "else_branch", else_branch);
+  std::string previous = "v";
+  for (int i = 0; i < count; ++i) {
+    const std::string out = i + 1 == count ? "y" : "r" + std::to_string(i);
+    m.node("Relu", {previous}, {out});
+    previous = out;
+  }
+  return m.write(fresh_directory("relus_after_rank_if"));
+}
+
+// Before the lowering undid a body's changes from a log (it copied its whole state per If body
+// and per Loop trial) and the session's passes spent the number of slots per body, 4x the Ifs or
+// Loops side by side took 10 to 20 times as long (5,000 Loops: 23 s; 20,000: over 5 minutes).
+TEST(OnnxLoadTime, OpeningASessionIsLinearInIfsSideBySide) {
+  const double small = seconds_to_open(sequential_ifs(2500));
+  const std::string large_path = sequential_ifs(10000);
+  const double large = seconds_to_open(large_path);
+  EXPECT_LT(large, 8 * small) << small << " s for 2500 Ifs, " << large << " s for 10000";
+  Session session(large_path);
+  EXPECT_THAT(floats_of(std::get<Tensor>(session.run({bool_scalar(true), float_tensor_of({1}, {0.5f})})[0])),
+              ElementsAre(10000.5f));
+  EXPECT_THAT(floats_of(std::get<Tensor>(session.run({bool_scalar(false), float_tensor_of({1}, {0.5f})})[0])),
+              ElementsAre(-9999.5f));
+}
+
+TEST(OnnxLoadTime, OpeningASessionIsLinearInLoopsSideBySide) {
+  const double small = seconds_to_open(sequential_loops(2500));
+  const std::string large_path = sequential_loops(10000);
+  const double large = seconds_to_open(large_path);
+  EXPECT_LT(large, 8 * small) << small << " s for 2500 Loops, " << large << " s for 10000";
+  EXPECT_EQ(nodes_lowered(frontend::load_model(large_path)), 3 * 10000);  // each Loop and its 2 body nodes once
+  Session session(large_path);
+  EXPECT_THAT(floats_of(std::get<Tensor>(session.run({float_tensor_of({1}, {0.5f})})[0])), ElementsAre(20000.5f));
+}
+
+// Each Relu reads a value of rank 1 or 2 and is lowered once per way the If goes: resolving every
+// value the If chose at each of those lowerings made this quadratic too.
+TEST(OnnxLoadTime, NodesAfterARankChoosingIfOpenInLinearTime) {
+  const double small = seconds_to_open(relus_after_rank_if(2500));
+  const std::string large_path = relus_after_rank_if(10000);
+  const double large = seconds_to_open(large_path);
+  EXPECT_LT(large, 8 * small) << small << " s for 2500 Relus, " << large << " s for 10000";
+  // The If and its branches' 2 nodes, then each Relu once and once per way.
+  EXPECT_EQ(nodes_lowered(frontend::load_model(large_path)), 3 + 3 * 10000);
+  Session session(large_path);
+  const auto outputs = session.run({bool_scalar(false), float_tensor_of({1}, {-2})});
+  EXPECT_EQ(std::get<Tensor>(outputs[0]).shape(), (Shape{1, 1}));
+  EXPECT_THAT(floats_of(std::get<Tensor>(outputs[0])), ElementsAre(0));
+}
+
+// A Sum of the choices of 20 run-time Ifs (each rank 1 or 2) would be lowered once per
+// combination, 2^20 times: the per-alternative lowerings count against the file's budget.
+TEST(OnnxLoadTime, NodesReadingManyIfsChoicesAreRefusedAtABoundedCost) {
+  OnnxModel m;
+  m.input("x", kFloat, {1}).output("y", kFloat, {kDynamic});
+  m.initializer("axes", std::vector<int64_t>{0}, {1});
+  std::vector<std::string> chosen;
+  for (int i = 0; i < 20; ++i) {
+    const std::string k = std::to_string(i);
+    m.input("c" + k, kBool, {});
+    ::onnx::GraphProto then_branch;
+    then_branch.set_name("then" + k);
+    add_node(then_branch, "Identity", {"x"}, {"t" + k});
+    add_value_info(then_branch.add_output(), "t" + k, kFloat, {1});
+    ::onnx::GraphProto else_branch;
+    else_branch.set_name("else" + k);
+    add_node(else_branch, "Unsqueeze", {"x", "axes"}, {"e" + k});
+    add_value_info(else_branch.add_output(), "e" + k, kFloat, {1, 1});
+    auto& node = m.node("If", {"c" + k}, {"v" + k}, "if" + k);
+    set_attr(node, "then_branch", then_branch);
+    set_attr(node, "else_branch", else_branch);
+    chosen.push_back("v" + k);
+  }
+  m.node("Sum", chosen, {"y"}, "sum");
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    frontend::load_model(m.write(fresh_directory("many_choices")));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::ResourceLimit);
+    EXPECT_THAT(e.what(),
+                AllOf(HasSubstr("model.onnx"), HasSubstr("'sum' (Sum)"), HasSubstr("61 nodes"), HasSubstr("run-time Ifs chose")));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
 // A branch whose output is x.
