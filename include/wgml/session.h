@@ -59,6 +59,11 @@ struct OpProfile {
   uint64_t calls = 0;
   double total_ms = 0;  // GPU time from timestamp queries; wall time on the CPU
   std::string note;     // for a node run on the CPU instead of the GPU: why
+  // webgpu: pipelines compiled for this kernel pass since the last report, and the host time that
+  // took (not part of total_ms). On a CPU adapter it includes the driver's compile to machine
+  // code, which a no-op dispatch right after creating the pipeline sets off (docs/performance.md).
+  uint64_t compiles = 0;
+  double compile_ms = 0;
 };
 
 // What one run() did on the GPU besides computing: a steady decode step (after its first two)
@@ -88,13 +93,15 @@ RunStats operator-(const RunStats& after, const RunStats& before);
 // wall_ms. The GPU's own busy time (timestamp queries) overlaps them and is given apart.
 struct ProfileTotals {
   uint64_t runs = 0;
-  double wall_ms = 0;           // run() calls, summed
-  double cpu_ops_ms = 0;        // ops run on the CPU: the CPU backend's, or a WebGPU run's fallbacks
-  double host_ms = 0;           // WebGPU runs: positions and shape arithmetic computed on the host
-  double executor_ms = 0;       // value arithmetic and slot copies the executor does itself
-  double gpu_recording_ms = 0;  // WebGPU runs: encoding kernels and uploads for the GPU
-  double other_ms = 0;          // the rest: submitting, waiting for the GPU, the executor's bookkeeping
-  double gpu_busy_ms = 0;       // WebGPU runs: the kernels' GPU time (timestamp queries)
+  double wall_ms = 0;               // run() calls, summed
+  double cpu_ops_ms = 0;            // ops run on the CPU: the CPU backend's, or a WebGPU run's fallbacks
+  double host_ms = 0;               // WebGPU runs: positions and shape arithmetic computed on the host
+  double executor_ms = 0;           // value arithmetic and slot copies the executor does itself
+  double gpu_recording_ms = 0;      // WebGPU runs: encoding kernels and uploads for the GPU, compiles not included
+  double compile_ms = 0;            // WebGPU runs: compiling pipelines (OpProfile::compile_ms) during run()
+  uint64_t pipelines_compiled = 0;  // during run()
+  double other_ms = 0;              // the rest: submitting, waiting for the GPU, the executor's bookkeeping
+  double gpu_busy_ms = 0;           // WebGPU runs: the kernels' GPU time (timestamp queries)
 };
 
 // A tensor live at a run's memory peak.
@@ -154,7 +161,8 @@ class Session {
 
   // The device the session runs on: "cpu", or "webgpu: <adapter>".
   std::string device_description() const;
-  // Per-op times since the last call, slowest first (needs SessionOptions::profile on webgpu).
+  // Per-op times since the last call, slowest first (GPU or CPU time plus compile time; needs
+  // SessionOptions::profile on webgpu).
   // With `trace_path`, also writes those GPU times as a Chrome/Perfetto trace (one slice per
   // kernel and per compute pass).
   std::vector<OpProfile> profile(const std::string& trace_path = "");

@@ -1,5 +1,6 @@
 #include "gpu/pipeline_cache.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "gpu/gpu_error.h"
@@ -43,6 +44,20 @@ std::vector<WGPUBindGroupLayoutEntry> layout_entries(const KernelSource& spec) {
   return entries;
 }
 
+// Storage bytes behind each binding of a warm-up dispatch: above the fixed part of any struct a
+// kernel binds (validation compares them), small enough to cost nothing.
+constexpr uint64_t kWarmUpStorageBytes = 4096;
+
+// Buffers made for one warm-up, released however it ends (the implementation keeps them alive
+// until the GPU is done with them).
+struct ScratchBuffers {
+  const api::Functions& fn;
+  std::vector<WGPUBuffer> buffers;
+  ~ScratchBuffers() {
+    for (WGPUBuffer b : buffers) fn.BufferRelease(b);
+  }
+};
+
 }  // namespace
 
 bool KernelSource::same_code(const KernelSource& other) const {
@@ -65,6 +80,8 @@ uint64_t kernel_hash(const KernelSource& spec) {
   return h.result();
 }
 
+PipelineCache::PipelineCache(Device& device) : device_(device), warm_up_driver_(device.adapter().kind == AdapterKind::Cpu) {}
+
 PipelineCache::~PipelineCache() {
   for (auto& [hash, kernels] : kernels_)
     for (auto& kernel : kernels) release(*kernel);
@@ -81,11 +98,28 @@ const Kernel& PipelineCache::get(const KernelSource& spec) {
 }
 
 std::unique_ptr<Kernel> PipelineCache::compile(const KernelSource& spec, uint64_t hash) {
-  const api::Functions& fn = device_.fn();
-  const WGPUDevice device = device_.handle();
+  // The warm-up waits for the queue, which runs work in order: earlier work is waited for first,
+  // so that the time measured is the compile's.
+  if (warm_up_driver_) device_.drain();
+  const auto start = std::chrono::steady_clock::now();
   auto kernel = std::make_unique<Kernel>();
   kernel->spec = spec;
   kernel->hash = hash;
+  create_pipeline(*kernel);
+  if (warm_up_driver_) warm_up(*kernel);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ++compiles_;
+  compile_ms_ += ms;
+  CompileTime& time = compile_times_[spec.label];
+  ++time.compiles;
+  time.ms += ms;
+  return kernel;
+}
+
+void PipelineCache::create_pipeline(Kernel& kernel) {
+  const api::Functions& fn = device_.fn();
+  const WGPUDevice device = device_.handle();
+  const KernelSource& spec = kernel.spec;
   Device::ErrorScope scope(device_, "compiling kernel '" + spec.label + "'");
 
   WGPUShaderSourceWGSL source{};
@@ -103,34 +137,83 @@ std::unique_ptr<Kernel> PipelineCache::compile(const KernelSource& spec, uint64_
   layout_desc.label = view(spec.label);
   layout_desc.entryCount = entries.size();
   layout_desc.entries = entries.data();
-  kernel->bind_group_layout = fn.DeviceCreateBindGroupLayout(device, &layout_desc);
+  kernel.bind_group_layout = fn.DeviceCreateBindGroupLayout(device, &layout_desc);
 
   WGPUPipelineLayoutDescriptor pipeline_layout_desc{};
   pipeline_layout_desc.label = view(spec.label);
   pipeline_layout_desc.bindGroupLayoutCount = 1;
-  pipeline_layout_desc.bindGroupLayouts = &kernel->bind_group_layout;
-  kernel->pipeline_layout = fn.DeviceCreatePipelineLayout(device, &pipeline_layout_desc);
+  pipeline_layout_desc.bindGroupLayouts = &kernel.bind_group_layout;
+  kernel.pipeline_layout = fn.DeviceCreatePipelineLayout(device, &pipeline_layout_desc);
 
   std::vector<WGPUConstantEntry> constants;
   for (const auto& [name, value] : spec.overrides) constants.push_back({nullptr, view(name), value});
   WGPUComputePipelineDescriptor pipeline_desc{};
   pipeline_desc.label = view(spec.label);
-  pipeline_desc.layout = kernel->pipeline_layout;
+  pipeline_desc.layout = kernel.pipeline_layout;
   pipeline_desc.compute.module = module;
   pipeline_desc.compute.entryPoint = view(spec.entry_point);
   pipeline_desc.compute.constantCount = constants.size();
   pipeline_desc.compute.constants = constants.data();
-  kernel->pipeline = fn.DeviceCreateComputePipeline(device, &pipeline_desc);
+  kernel.pipeline = fn.DeviceCreateComputePipeline(device, &pipeline_desc);
   if (module) fn.ShaderModuleRelease(module);
 
   try {
     scope.close();
   } catch (...) {
-    release(*kernel);
+    release(kernel);
     throw;
   }
-  ++compiles_;
-  return kernel;
+}
+
+// A dispatch of no workgroups through `kernel`, waited for: llvmpipe generates a compute shader's
+// machine code when a dispatch first runs it, whatever the grid, and nothing runs on the
+// scratch buffers. Submitted outside the device's serials, since the recorder may hold commands
+// not yet submitted that work_fence() counts as the next serial. A warm-up that fails costs only
+// its purpose (the compile then lands in the kernel's first dispatch), so its errors are dropped;
+// the commands are checked before submitting, since wgpu-native aborts on invalid ones.
+void PipelineCache::warm_up(const Kernel& kernel) {
+  const api::Functions& fn = device_.fn();
+  const KernelSource& spec = kernel.spec;
+  const std::string op = "warming up kernel '" + spec.label + "'";
+  ScratchBuffers scratch{fn, {}};
+  try {
+    for (size_t i = 0; i < spec.bindings.size(); ++i)
+      scratch.buffers.push_back(device_.create_buffer(kWarmUpStorageBytes, WGPUBufferUsage_Storage, "wgml warm-up", op));
+    const uint64_t params_bytes = (uint64_t(spec.params_size) + 15) / 16 * 16;
+    if (spec.params_size)
+      scratch.buffers.push_back(device_.create_buffer(params_bytes, WGPUBufferUsage_Uniform, "wgml warm-up", op));
+    std::vector<WGPUBindGroupEntry> entries;
+    for (size_t i = 0; i < scratch.buffers.size(); ++i)
+      entries.push_back({nullptr, uint32_t(i), scratch.buffers[i], 0, WGPU_WHOLE_SIZE, nullptr, nullptr});
+
+    Device::ErrorScope scope(device_, op);
+    WGPUBindGroupDescriptor group_desc{};
+    group_desc.layout = kernel.bind_group_layout;
+    group_desc.entryCount = entries.size();
+    group_desc.entries = entries.data();
+    WGPUBindGroup group = fn.DeviceCreateBindGroup(device_.handle(), &group_desc);
+    WGPUCommandEncoder encoder = fn.DeviceCreateCommandEncoder(device_.handle(), nullptr);
+    WGPUComputePassEncoder pass = fn.CommandEncoderBeginComputePass(encoder, nullptr);
+    const uint32_t params_offset = 0;
+    fn.ComputePassEncoderSetPipeline(pass, kernel.pipeline);
+    fn.ComputePassEncoderSetBindGroup(pass, 0, group, spec.params_size ? 1 : 0, &params_offset);
+    fn.ComputePassEncoderDispatchWorkgroups(pass, 0, 0, 0);
+    fn.ComputePassEncoderEnd(pass);
+    fn.ComputePassEncoderRelease(pass);
+    WGPUCommandBuffer commands = fn.CommandEncoderFinish(encoder, nullptr);
+    fn.CommandEncoderRelease(encoder);
+    if (group) fn.BindGroupRelease(group);
+    try {
+      scope.close();
+    } catch (...) {
+      if (commands) fn.CommandBufferRelease(commands);
+      throw;
+    }
+    const WGPUSubmissionIndex index = fn.QueueSubmitForIndex(device_.queue(), 1, &commands);
+    fn.CommandBufferRelease(commands);
+    fn.DevicePoll(device_.handle(), 1, &index);
+  } catch (const GpuError&) {
+  }
 }
 
 void PipelineCache::release(Kernel& kernel) {

@@ -2,6 +2,7 @@
 // Compute pipelines compiled once per device and found again by a hash of what determines the
 // compiled code: the WGSL source, the entry point, the override constants and the bindings.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -44,9 +45,15 @@ struct Kernel {
   WGPUPipelineLayout pipeline_layout = nullptr;
 };
 
+// Host time spent compiling the pipelines of one kernel label.
+struct CompileTime {
+  uint64_t compiles = 0;
+  double ms = 0;
+};
+
 class PipelineCache {
  public:
-  explicit PipelineCache(Device& device) : device_(device) {}
+  explicit PipelineCache(Device& device);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -57,12 +64,26 @@ class PipelineCache {
 
   size_t size() const { return count_; }
   uint64_t compiles() const { return compiles_; }
+  // Host time of every compile so far, in total and by kernel label. On a driver that compiles
+  // at the first dispatch (warms_up_driver()) it includes that compile.
+  double compile_ms() const { return compile_ms_; }
+  const std::map<std::string, CompileTime>& compile_times() const { return compile_times_; }
+  // Whether each new pipeline is dispatched once, over no workgroups, right after its creation:
+  // done on CPU adapters, whose driver (Mesa's llvmpipe) compiles a compute shader to machine code
+  // at its first dispatch rather than at pipeline creation (docs/performance.md measures it), so
+  // that the compile is timed here and not inside the kernel's first GPU time.
+  bool warms_up_driver() const { return warm_up_driver_; }
 
  private:
   std::unique_ptr<Kernel> compile(const KernelSource& spec, uint64_t hash);
+  void create_pipeline(Kernel& kernel);
+  void warm_up(const Kernel& kernel);
   void release(Kernel& kernel);
 
   Device& device_;
+  bool warm_up_driver_ = false;
+  double compile_ms_ = 0;
+  std::map<std::string, CompileTime> compile_times_;
   std::unordered_map<uint64_t, std::vector<std::unique_ptr<Kernel>>> kernels_;
   size_t count_ = 0;
   uint64_t compiles_ = 0;

@@ -143,6 +143,28 @@ TEST_F(GpuDeviceTest, PipelinesCompileOncePerSource) {
   EXPECT_EQ(pipelines().compiles(), compiles + 1);
 }
 
+// Each compile's host time is kept by label; on a CPU adapter it includes the warm-up dispatch
+// that makes the driver compile to machine code (the kernel then runs as usual: counter = 1).
+TEST_F(GpuDeviceTest, CompileTimeIsKeptPerKernelLabel) {
+  EXPECT_EQ(pipelines().warms_up_driver(), device().adapter().kind == AdapterKind::Cpu);
+  const double total_before = pipelines().compile_ms();
+  const KernelSource source{
+      "counted compile", kCountWgsl + "// compiled by this test only\n", "main", {}, {Access::ReadWrite}, 0};
+  const Kernel& kernel = pipelines().get(source);
+  pipelines().get(source);
+  const CompileTime& time = pipelines().compile_times().at("counted compile");
+  EXPECT_EQ(time.compiles, 1u);
+  EXPECT_GT(time.ms, 0.0);
+  EXPECT_DOUBLE_EQ(pipelines().compile_ms() - total_before, time.ms);
+
+  Recorder recorder(device(), pool());
+  PooledBuffer counter = pool().acquire(4, BufferKind::Storage, "test");
+  recorder.upload(counter.range(), bytes_of(std::vector<uint32_t>{0}), "zero the counter");
+  const BufferRange bindings[] = {counter.range()};
+  recorder.dispatch(kernel, bindings, {}, 1, "count");
+  EXPECT_EQ(values_of<uint32_t>(recorder.read(counter.range(), "read the counter")), std::vector<uint32_t>{1});
+}
+
 // A storage buffer freed while its dispatch is still unsubmitted serves the next request at once:
 // the queue runs the uses in the order they were recorded, so the first dispatch reads the old
 // contents and the second the new ones (y1 = 3 * 1, y2 = 3 * 7).

@@ -69,9 +69,9 @@ std::string human_bytes(uint64_t bytes) {
 void print_time_totals(const ProfileTotals& t) {
   std::fprintf(stderr,
                "wall time of %llu run(s): %.3f ms = cpu ops %.3f + host %.3f + executor %.3f + gpu recording %.3f + "
-               "other (submits, waits for the GPU, bookkeeping) %.3f ms",
+               "compiling %llu pipeline(s) %.3f + other (submits, waits for the GPU, bookkeeping) %.3f ms",
                static_cast<unsigned long long>(t.runs), t.wall_ms, t.cpu_ops_ms, t.host_ms, t.executor_ms, t.gpu_recording_ms,
-               t.other_ms);
+               static_cast<unsigned long long>(t.pipelines_compiled), t.compile_ms, t.other_ms);
   if (t.gpu_busy_ms > 0) std::fprintf(stderr, "; GPU busy %.3f ms (overlaps the rest)", t.gpu_busy_ms);
   std::fprintf(stderr, "\n");
 }
@@ -109,11 +109,15 @@ void print_memory(const Session& session) {
 
 void print_profile(Session& session, const std::string& trace_path) {
   const std::vector<OpProfile> ops = session.profile(trace_path);
-  std::fprintf(stderr, "profile (%s)\n%-32s %-8s %7s %11s  %s\n", session.device_description().c_str(), "op", "device", "calls",
-               "total ms", "note");
-  for (const OpProfile& p : ops)
-    std::fprintf(stderr, "%-32s %-8s %7llu %11.3f  %s\n", printable(p.op).c_str(), p.device.c_str(),
-                 static_cast<unsigned long long>(p.calls), p.total_ms, printable(p.note).c_str());
+  std::fprintf(stderr, "profile (%s)\n%-32s %-8s %7s %11s %8s %11s  %s\n", session.device_description().c_str(), "op", "device",
+               "calls", "total ms", "compiles", "compile ms", "note");
+  for (const OpProfile& p : ops) {
+    char compiled[32] = "";
+    if (p.compiles)
+      std::snprintf(compiled, sizeof compiled, "%8llu %11.3f", static_cast<unsigned long long>(p.compiles), p.compile_ms);
+    std::fprintf(stderr, "%-32s %-8s %7llu %11.3f %20s  %s\n", printable(p.op).c_str(), p.device.c_str(),
+                 static_cast<unsigned long long>(p.calls), p.total_ms, compiled, printable(p.note).c_str());
+  }
   print_time_totals(session.profile_totals());
   const RunStats& stats = session.last_run_stats();
   std::fprintf(stderr, "last run: %llu plans made, %llu kernels rendered, %llu pipelines compiled, %llu buffers created\n",
