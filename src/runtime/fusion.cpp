@@ -303,6 +303,52 @@ std::optional<Fusion> match_gated_product(const Matcher& m, size_t at, const ir:
   return Fusion{pattern_parts({at}, gate), quantized_product(qmm, gate, std::nullopt, qmm.out)};
 }
 
+// Whether two quantized products multiply the same value of the same x by weights quantized alike.
+bool same_x_and_quantization(const Matcher& m, size_t a_at, const ir::QuantizedMatmulNode& a, size_t b_at,
+                             const ir::QuantizedMatmulNode& b) {
+  return a.x == b.x && m.writer(a_at, a.x) == m.writer(b_at, b.x) && a.group_size == b.group_size && a.bits == b.bits &&
+         a.mode == b.mode && a.transpose == b.transpose && a.biases.has_value() == b.biases.has_value();
+}
+
+// A product with no bias (then alpha does not apply: ExecuTorch's plain matmul).
+const ir::AddmmNode* plain_product(const Matcher& m, size_t reader, Tid t, size_t& at) {
+  const auto* mm = m.sole_producer<ir::AddmmNode>(reader, t, at);
+  return mm && !mm->bias ? mm : nullptr;
+}
+
+// out = Multiply(Silu(x @ w_gate), x @ w_up), operands in either order, both products of the same
+// value of x (a Llama MLP's gate and up projections and their SwiGLU): one kernel that reads x
+// once and computes both products, wgml.QuantizedSwiGlu (4-bit) or wgml.MatmulSwiGlu.
+std::optional<Fusion> match_swiglu(const Matcher& m, size_t product_at, const ir::MultiplyNode& product) {
+  for (const auto& [activated, up] : {std::pair(product.a, product.b), std::pair(product.b, product.a)}) {
+    size_t silu_at = 0, gate_at = 0, up_at = 0;
+    const auto* silu = m.sole_producer<ir::SiluNode>(product_at, activated, silu_at);
+    if (!silu || activated.idx == up.idx) continue;
+    Fusion f;
+    const auto* gate_q = m.sole_producer<ir::QuantizedMatmulNode>(silu_at, silu->x, gate_at);
+    const auto* up_q = m.sole_producer<ir::QuantizedMatmulNode>(product_at, up, up_at);
+    const auto* gate_mm = plain_product(m, silu_at, silu->x, gate_at);
+    const auto* up_mm = plain_product(m, product_at, up, up_at);
+    if (gate_q && up_q && gate_at != up_at && same_x_and_quantization(m, gate_at, *gate_q, up_at, *up_q)) {
+      f.op = fused_op("wgml", "QuantizedSwiGlu", {gate_q->x, gate_q->w, gate_q->scales}, product.out);
+      f.op.inputs.insert(f.op.inputs.end(), {gate_q->biases, up_q->w, up_q->scales, up_q->biases});
+      f.op.attributes = {{"group_size", int64_t{gate_q->group_size}},
+                         {"bits", int64_t{gate_q->bits}},
+                         {"mode", gate_q->mode},
+                         {"transpose", int64_t{gate_q->transpose}}};
+    } else if (gate_mm && up_mm && gate_at != up_at && gate_mm->mat1 == up_mm->mat1 &&
+               m.writer(gate_at, gate_mm->mat1) == m.writer(up_at, up_mm->mat1)) {
+      f.op = fused_op("wgml", "MatmulSwiGlu", {gate_mm->mat1, gate_mm->mat2, up_mm->mat2}, product.out);
+    } else {
+      continue;
+    }
+    f.parts = {gate_at, up_at, silu_at, product_at};
+    std::sort(f.parts.begin(), f.parts.end());
+    return f;
+  }
+  return std::nullopt;
+}
+
 // Sdpa over prefixes of the KV caches, k = Slice(k_cache, axis, 0, n) and v = Slice(v_cache, axis,
 // 0, n) with one bound n (a value slot or a literal): Sdpa reading the caches in place up to n.
 std::optional<Fusion> match_cache_attention(const Matcher& m, size_t at, const ir::SdpaNode& sdpa) {
@@ -381,6 +427,10 @@ FusionCounts fuse_instructions(ir::Program& p) {
     if (const auto* sdpa = m.node_at<ir::SdpaNode>(i)) {
       f = match_cache_attention(m, i, *sdpa);
       count = &counts.cache_attention;
+    } else if (const auto* product = m.node_at<ir::MultiplyNode>(i)) {
+      // Before the down projection's Add, which would otherwise take the Silu and Multiply.
+      f = match_swiglu(m, i, *product);
+      count = &counts.swiglu;
     } else if (const auto* add = m.node_at<ir::AddNode>(i)) {
       f = match_rope(m, i, *add);
       count = &counts.rotate_half;
@@ -402,7 +452,7 @@ FusionCounts fuse_instructions(ir::Program& p) {
     m.claim(f->parts);
     fusions.push_back(std::move(*f));
   }
-  for (const Fusion& f : fusions) counts.gated_product += f.op.inputs.size() > kUpInput;
+  for (const Fusion& f : fusions) counts.gated_product += f.op.op_type == "QuantizedMatmul" && f.op.inputs.size() > kUpInput;
   apply(p, fusions);
   return counts;
 }

@@ -10,12 +10,19 @@
 namespace wgml::runtime {
 
 struct FusionCounts {
-  size_t rotate_half = 0;  // x * cos + rotate_half(x) * sin (Hugging Face RoPE) -> wgml.RotateHalf
-  size_t residual_product =
-      0;  // Add(Addmm(a, b) or QuantizedMatmul, r) -> mlx.Addmm with bias r, mlx.QuantizedMatmul with addend r
+  // x * cos + rotate_half(x) * sin (Hugging Face RoPE) -> wgml.RotateHalf
+  size_t rotate_half = 0;
+  // Add(Addmm(a, b), r) -> mlx.Addmm with bias r; Add(QuantizedMatmul, r) -> mlx.QuantizedMatmul
+  // with addend r
+  size_t residual_product = 0;
+  // Sdpa(q, Slice(k_cache, 0, n), Slice(v_cache, 0, n)) -> mlx.Sdpa reading the caches up to n
   size_t cache_attention = 0;
-  size_t gated_product = 0;  // QuantizedMatmul(Multiply(Silu(g), u)) -> mlx.QuantizedMatmul of g with `up` u  // Sdpa(q,
-                             // Slice(k_cache, 0, n), Slice(v_cache, 0, n)) -> mlx.Sdpa up to n in place
+  // QuantizedMatmul(Multiply(Silu(g), u)) -> mlx.QuantizedMatmul of g with `up` u (where g and u
+  // are not the products of one x that swiglu takes)
+  size_t gated_product = 0;
+  // Multiply(Silu(x @ w_gate), x @ w_up) -> wgml.QuantizedSwiGlu (both 4-bit) or wgml.MatmulSwiGlu
+  // (both Addmm without a bias): the gate and up projections as one product
+  size_t swiglu = 0;
 };
 
 // Rewrites `p`'s main chain in place; returns what it fused. A pattern is fused only when each of

@@ -54,13 +54,15 @@ TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
   const size_t before = p.chains[p.main_chain_idx].instructions.size();
   const wgml::runtime::FusionCounts counts = wgml::runtime::fuse_instructions(p);
   // Two layers: q and k rotated in each, the attention and MLP outputs added to the residual, one
-  // attention over the prefixes of the layer's KV caches.
+  // attention over the prefixes of the layer's KV caches, and the MLP's gate and up projections
+  // with their SwiGLU as one product.
   EXPECT_EQ(counts.rotate_half, 4u);
   EXPECT_EQ(counts.residual_product, 4u);
   EXPECT_EQ(counts.cache_attention, 2u);
+  EXPECT_EQ(counts.swiglu, 2u);
   const auto& main = p.chains[p.main_chain_idx].instructions;
-  EXPECT_EQ(main.size(), before - 4 * 6 - 4 * 1 - 2 * 2);
-  const std::map<std::string, size_t> parts_of = {{"RotateHalf", 7}, {"Addmm", 2}, {"Sdpa", 3}};
+  EXPECT_EQ(main.size(), before - 4 * 6 - 4 * 1 - 2 * 2 - 2 * 3);
+  const std::map<std::string, size_t> parts_of = {{"RotateHalf", 7}, {"Addmm", 2}, {"Sdpa", 3}, {"MatmulSwiGlu", 4}};
   size_t fused = 0;
   for (const auto& i : main) {
     const auto* op = std::get_if<wgml::ir::OnnxOp>(&i);
@@ -70,16 +72,17 @@ TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
     const size_t parts = p.chains.at(*op->parts_chain).instructions.size();
     EXPECT_EQ(parts, parts_of.at(op->op_type)) << op->domain << "." << op->op_type;
   }
-  EXPECT_EQ(fused, 10u);
+  EXPECT_EQ(fused, 12u);
 }
 
-TEST(Fusion, TheMlpsOfAFourBitLlamaExportFuseTheirSwiGlu) {
+TEST(Fusion, TheMlpsOfAFourBitLlamaExportFuseGateUpAndSwiGlu) {
   auto model = wgml::frontend::load_model(
       (std::filesystem::path(WGML_SOURCE_DIR) / "tests/fixtures/llm/tiny-llama-bf16-4w/model.pte").string());
   const wgml::runtime::FusionCounts counts = wgml::runtime::fuse_instructions(model.program);
-  // Two layers: each MLP's down projection takes Silu(gate) * up, and it and the attention's
-  // output projection add the residual.
-  EXPECT_EQ(counts.gated_product, 2u);
+  // Two layers: each MLP's gate and up projections and their SwiGLU are one product, its down
+  // projection and the attention's output projection add the residual.
+  EXPECT_EQ(counts.swiglu, 2u);
+  EXPECT_EQ(counts.gated_product, 0u);
   EXPECT_EQ(counts.residual_product, 4u);
 }
 
@@ -212,6 +215,49 @@ TEST(Fusion, ASiluReadElsewhereKeepsItsGateOutOfTheProduct) {
   EXPECT_EQ(counts.residual_product, 1u);
   EXPECT_EQ(counts.gated_product, 0u);
   EXPECT_EQ(names(p), (std::vector<std::string>{"SiluNode", "MultiplyNode", "mlx.QuantizedMatmul"}));
+}
+
+// Silu(x @ w_gate) * (x @ w_up) as a Llama MLP exports it: x in slot 0, the gate product in 7, its
+// Silu in 8, the up product in 9, the result in 10; `up_x` is the up product's input.
+std::vector<wgml::ir::Instruction> quantized_swiglu(Tid up_x = Tid{0}) {
+  return {instruction(wgml::ir::QuantizedMatmulNode{Tid{0}, Tid{1}, Tid{2}, Tid{7}, Tid{3}, 64, 4, "affine", true}),
+          instruction(wgml::ir::SiluNode{Tid{7}, Tid{8}}),
+          instruction(wgml::ir::QuantizedMatmulNode{up_x, Tid{4}, Tid{5}, Tid{9}, Tid{6}, 64, 4, "affine", true}),
+          instruction(wgml::ir::MultiplyNode{Tid{8}, Tid{9}, Tid{10}})};
+}
+
+TEST(Fusion, TheGateAndUpProductsOfOneXFuseWithTheirSwiGlu) {
+  wgml::ir::Program p = program_of(quantized_swiglu(), {10});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).swiglu, 1u);
+  EXPECT_EQ(names(p), std::vector<std::string>{"wgml.QuantizedSwiGlu"});
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+  // x, the gate's w, scales and biases, then the up's.
+  ASSERT_EQ(op.inputs.size(), 7u);
+  const std::vector<uint32_t> expected = {0, 1, 2, 3, 4, 5, 6};
+  for (size_t k = 0; k < expected.size(); ++k) EXPECT_EQ(op.inputs[k]->idx, expected[k]) << k;
+  EXPECT_EQ(op.outputs.at(0)->idx, 10u);
+  EXPECT_EQ(std::get<int64_t>(*op.attribute("group_size")), 64);
+  EXPECT_EQ(p.chains.at(*op.parts_chain).instructions.size(), 4u);
+
+  wgml::ir::Program dense = program_of({instruction(wgml::ir::AddmmNode{Tid{0}, Tid{1}, Tid{7}, std::nullopt, 1.0f, 1.0f}),
+                                        instruction(wgml::ir::SiluNode{Tid{7}, Tid{8}}),
+                                        instruction(wgml::ir::AddmmNode{Tid{0}, Tid{4}, Tid{9}, std::nullopt, 1.0f, 1.0f}),
+                                        instruction(wgml::ir::MultiplyNode{Tid{9}, Tid{8}, Tid{10}})},
+                                       {10});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(dense).swiglu, 1u);
+  EXPECT_EQ(names(dense), std::vector<std::string>{"wgml.MatmulSwiGlu"});
+}
+
+TEST(Fusion, ProductsOfTwoXsOrQuantizedUnalikeAreNoSwiGlu) {
+  wgml::ir::Program two_xs = program_of(quantized_swiglu(Tid{11}), {10});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(two_xs).swiglu, 0u);
+  std::vector<wgml::ir::Instruction> unalike = quantized_swiglu();
+  std::get<wgml::ir::QuantizedMatmulNode>(std::get<wgml::ir::Node>(unalike[2])).group_size = 32;
+  wgml::ir::Program p = program_of(std::move(unalike), {10});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).swiglu, 0u);
+  // An up product that is also a program output must still be stored.
+  wgml::ir::Program read_elsewhere = program_of(quantized_swiglu(), {10, 9});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(read_elsewhere).swiglu, 0u);
 }
 
 TEST(Fusion, AnOperandOverwrittenBeforeTheAddBlocksTheResidualFusion) {

@@ -1,0 +1,199 @@
+// Products fused at load (runtime/fusion.h) on the GPU: a Llama MLP's gate and up projections and
+// their SwiGLU as one kernel (wgml.QuantizedSwiGlu, wgml.MatmulSwiGlu) give what the four
+// instructions they replace give: to the bit against those instructions' own GPU kernels, and
+// within rounding against the CPU reference, which never fuses.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/webgpu/plan_runner.h"
+#include "core/elements.h"
+#include "runtime/executor.h"
+#include "webgpu_test_support.h"
+
+namespace wgml::backend::webgpu {
+namespace {
+
+using Operands = std::map<std::string, Tensor>;
+using Attributes = std::map<std::string, kernel::Value>;
+
+// Floats uniform in [-bound, bound] as a tensor of dtype `t`.
+Tensor random_floats(DType t, const Shape& shape, float bound, std::mt19937& rng) {
+  Tensor f(DType::Float32, shape);
+  std::uniform_real_distribution<float> value(-bound, bound);
+  for (int64_t i = 0; i < f.numel(); ++i) f.mutable_data_as<float>()[i] = value(rng);
+  return cast(f, t);
+}
+
+kernel::KernelRequest request_of(const Operands& operands, Attributes attributes = {}) {
+  kernel::KernelRequest r;
+  for (const auto& [name, tensor] : operands) r.inputs[name] = {tensor.dtype(), tensor.shape()};
+  r.attributes = std::move(attributes);
+  return r;
+}
+
+class FusedProductsTest : public testing::WebGpuTest {
+ protected:
+  // The fused kernels' dtypes: float16 runs the unfused instructions (the specs say why).
+  std::vector<DType> float_dtypes() { return {DType::Float32, DType::BFloat16}; }
+  const kernel::KernelPlan& plan(const std::string& domain, const std::string& op, const kernel::KernelRequest& r) {
+    return gpu()->plan(*gpu()->engine().find(domain, op), r);
+  }
+  Tensor run(const std::string& domain, const std::string& op, const Operands& operands, Attributes attributes = {}) {
+    return run_plan(gpu(), plan(domain, op, request_of(operands, std::move(attributes))), operands).at("out");
+  }
+  // Silu(gate) * up by the Silu and Multiply kernels.
+  Tensor silu_times(const Tensor& gate, const Tensor& up) {
+    return run("mlx", "Multiply", {{"a", run("mlx", "Silu", {{"x", gate}})}, {"b", up}});
+  }
+};
+
+// x [1, m, k] and two 4-bit matrices [n, k] with their scales and biases (groups of `group`), the
+// up matrix's operands named with "_up".
+Operands quantized_pair(DType t, int64_t m, int64_t k, int64_t n, int64_t group, std::mt19937& rng) {
+  Operands o = {{"x", random_floats(t, {1, m, k}, 1.0f, rng)}};
+  for (const std::string suffix : {"", "_up"}) {
+    o["w" + suffix] = testing::random_tensor(DType::UInt32, {n, k / 8}, rng);
+    // Sums of a few units either side of 0, where Silu is neither 0 nor the identity.
+    o["scales" + suffix] = random_floats(t, {n, k / group}, 0.02f, rng);
+    o["biases" + suffix] = random_floats(t, {n, k / group}, 0.1f, rng);
+  }
+  return o;
+}
+
+Attributes four_bits(int64_t group) { return {{"group_size", kernel::Value(group)}, {"bits", kernel::Value(int64_t{4})}}; }
+
+TEST_F(FusedProductsTest, QuantizedSwiGluEqualsBothProductsThenSiluAndMultiplyToTheBit) {
+  std::mt19937 rng(11);
+  // (rows of x, k, n): one row, 4 outputs of each matrix a workgroup; 3 rows (the class of 4, 2
+  // outputs each) and n not a multiple of them; 8 rows, one output each, in groups of 64.
+  for (DType t : float_dtypes())
+    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 256, 20}, {3, 128, 38}, {8, 512, 9}}) {
+      const int64_t group = k == 512 ? 64 : 32;
+      const Operands pair = quantized_pair(t, m, k, n, group, rng);
+      const std::string what = std::string(dtype_name(t)) + " m=" + std::to_string(m) + " n=" + std::to_string(n);
+      const Tensor fused = run("wgml", "QuantizedSwiGlu", pair, four_bits(group));
+      const auto product = [&](const std::string& suffix) {
+        return run("mlx", "QuantizedMatmul",
+                   {{"x", pair.at("x")},
+                    {"w", pair.at("w" + suffix)},
+                    {"scales", pair.at("scales" + suffix)},
+                    {"biases", pair.at("biases" + suffix)}},
+                   four_bits(group));
+      };
+      ASSERT_EQ(fused.shape(), (Shape{1, m, n})) << what;
+      testing::expect_same_tensor(fused, silu_times(product(""), product("_up")), what);
+    }
+}
+
+TEST_F(FusedProductsTest, MatmulSwiGluEqualsBothProductsThenSiluAndMultiplyToTheBit) {
+  std::mt19937 rng(12);
+  // (rows, k, n): vec4 columns; n not a multiple of 4 (scalar columns) and 2 rows; 8 column
+  // groups a workgroup (n >= 4096) and 5 rows.
+  for (DType t : float_dtypes())
+    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 64, 36}, {2, 100, 10}, {5, 24, 4096}}) {
+      const Tensor x = random_floats(t, {1, m, k}, 1.0f, rng);
+      const Tensor gate = random_floats(t, {k, n}, 0.3f, rng), up = random_floats(t, {k, n}, 0.3f, rng);
+      const std::string what = std::string(dtype_name(t)) + " m=" + std::to_string(m) + " n=" + std::to_string(n);
+      const Tensor fused = run("wgml", "MatmulSwiGlu", {{"mat1", x}, {"mat2", gate}, {"mat2_up", up}});
+      ASSERT_EQ(fused.shape(), (Shape{1, m, n})) << what;
+      const Tensor in_steps =
+          silu_times(run("mlx", "Addmm", {{"mat1", x}, {"mat2", gate}}), run("mlx", "Addmm", {{"mat1", x}, {"mat2", up}}));
+      testing::expect_same_tensor(fused, in_steps, what);
+    }
+}
+
+TEST_F(FusedProductsTest, MoreThanEightRowsOrMatricesOfTwoShapesDoNotFit) {
+  std::mt19937 rng(13);
+  Operands pair = quantized_pair(DType::Float32, 9, 64, 8, 32, rng);
+  EXPECT_NE(testing::testing_error([&] { plan("wgml", "QuantizedSwiGlu", request_of(pair, four_bits(32))); }).find("M <= 8"),
+            std::string::npos);
+  pair = quantized_pair(DType::Float32, 1, 64, 8, 32, rng);
+  pair["w_up"] = testing::random_tensor(DType::UInt32, {9, 8}, rng);
+  EXPECT_NE(testing::testing_error([&] {
+              plan("wgml", "QuantizedSwiGlu", request_of(pair, four_bits(32)));
+            }).find("shapes.w_up == shapes.w"),
+            std::string::npos);
+}
+
+// A Llama MLP's SwiGLU as exported: `products` (of `inputs` inputs, x first) write the gate to
+// the first temp (slot inputs + 1) and up to the second, then Silu(gate) * up is the output
+// (slot inputs).
+std::shared_ptr<ir::Model> mlp_model(std::vector<ir::Instruction> products, uint32_t inputs) {
+  const uint32_t out = inputs;
+  const ir::Tid gate{inputs + 1}, up{inputs + 2}, activated{inputs + 3};
+  auto model = std::make_shared<ir::Model>();
+  model->path = "swiglu";
+  model->format = ir::ModelFormat::Payload;
+  ir::Program& p = model->program;
+  p.num_input_tensors = inputs;
+  p.num_output_tensors = 1;
+  p.num_temp_tensors = 3;
+  for (uint32_t i = 0; i < inputs; ++i) p.inputs.push_back({i, ir::SlotType::Tensor});
+  p.outputs.push_back({out, ir::SlotType::Tensor});
+  ir::Chain main;
+  main.instructions = std::move(products);
+  main.instructions.emplace_back(ir::Node(ir::SiluNode{gate, activated}));
+  main.instructions.emplace_back(ir::Node(ir::MultiplyNode{activated, up, ir::Tid{out}}));
+  p.chains.push_back(std::move(main));
+  return model;
+}
+
+// The MLP on the GPU (fused: its Silu never runs) and on the CPU (as exported), within a few
+// roundings of the dtype of each other.
+void expect_gpu_fuses_and_matches_cpu(WebGpuBackend& gpu, const std::shared_ptr<ir::Model>& model,
+                                      const std::vector<Tensor>& inputs, const std::string& fused_op, const std::string& what) {
+  std::vector<Value> values(inputs.begin(), inputs.end());
+  runtime::Executor on_gpu(model, gpu);
+  on_gpu.profile(true);
+  const Tensor got = std::get<Tensor>(on_gpu.run(values).at(0));
+  EXPECT_EQ(on_gpu.op_times().count(fused_op), 1u) << what;
+  EXPECT_EQ(on_gpu.op_times().count("SiluNode"), 0u) << what << ": the fused instructions ran";
+  const cpu::CpuBackend cpu;
+  const Tensor want = std::get<Tensor>(runtime::Executor(model, cpu).run(values).at(0));
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const std::vector<float> g = to_floats(got), w = to_floats(want);
+  const float rel = got.dtype() == DType::Float32 ? 1e-5f : got.dtype() == DType::Float16 ? 4e-3f : 3e-2f;
+  float scale = 0;
+  for (float v : w) scale = std::max(scale, std::fabs(v));
+  size_t far = 0;
+  for (size_t i = 0; i < g.size(); ++i) far += std::fabs(g[i] - w[i]) > rel * (std::fabs(w[i]) + 0.05f * scale);
+  EXPECT_EQ(far, 0u) << what << ": elements further from the CPU reference than the dtype's rounding explains";
+  EXPECT_GT(scale, 0.0f) << what;
+}
+
+TEST_F(FusedProductsTest, AFourBitMlpRunsFusedOnTheGpuAndMatchesTheCpuReference) {
+  std::mt19937 rng(14);
+  const int64_t k = 128, n = 44;
+  std::vector<ir::Instruction> products;
+  for (uint32_t s = 0; s < 2; ++s)  // the gate from inputs 1-3 to slot 8, up from 4-6 to slot 9
+    products.emplace_back(ir::Node(ir::QuantizedMatmulNode{ir::Tid{0}, ir::Tid{1 + 3 * s}, ir::Tid{2 + 3 * s}, ir::Tid{8 + s},
+                                                           ir::Tid{3 + 3 * s}, 32, 4, "affine", true}));
+  for (DType t : float_dtypes())
+    for (int64_t m : {1, 4}) {
+      const Operands pair = quantized_pair(t, m, k, n, 32, rng);
+      const std::vector<Tensor> inputs = {pair.at("x"),    pair.at("w"),         pair.at("scales"),   pair.at("biases"),
+                                          pair.at("w_up"), pair.at("scales_up"), pair.at("biases_up")};
+      expect_gpu_fuses_and_matches_cpu(backend(), mlp_model(products, 7), inputs, "wgml.QuantizedSwiGlu",
+                                       std::string(dtype_name(t)) + " m=" + std::to_string(m));
+    }
+}
+
+TEST_F(FusedProductsTest, AnAddmmMlpRunsFusedOnTheGpuAndMatchesTheCpuReference) {
+  std::mt19937 rng(15);
+  const int64_t k = 96, n = 52;
+  std::vector<ir::Instruction> products;
+  for (uint32_t s = 0; s < 2; ++s)  // mat2 of the gate (input 1) to slot 4, of up (input 2) to 5
+    products.emplace_back(ir::Node(ir::AddmmNode{ir::Tid{0}, ir::Tid{1 + s}, ir::Tid{4 + s}, std::nullopt, 1.0f, 1.0f}));
+  for (DType t : float_dtypes())
+    for (int64_t m : {1, 3}) {
+      const std::vector<Tensor> inputs = {random_floats(t, {1, m, k}, 1.0f, rng), random_floats(t, {k, n}, 0.3f, rng),
+                                          random_floats(t, {k, n}, 0.3f, rng)};
+      expect_gpu_fuses_and_matches_cpu(backend(), mlp_model(products, 3), inputs, "wgml.MatmulSwiGlu",
+                                       std::string(dtype_name(t)) + " m=" + std::to_string(m));
+    }
+}
+
+}  // namespace
+}  // namespace wgml::backend::webgpu
