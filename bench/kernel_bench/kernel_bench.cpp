@@ -734,7 +734,8 @@ int main(int argc, char** argv) {
       ways.emplace_back("run_plan (as the backend runs it)", [&] { backend::webgpu::run_plan(gpu, plan, placed); });
 
       Ranges ranges;
-      for (const auto& [name, data] : placed) ranges[name] = data->range();
+      for (size_t i = 0; i < placed.size(); ++i)
+        if (placed[i]) ranges[plan.tensors[i].name] = placed[i]->range();
       std::vector<std::shared_ptr<gpu::PooledBuffer>> outputs;
       for (const kernel::PlanTensor& t : plan.tensors)
         if (t.is_output || t.is_scratch)

@@ -238,6 +238,7 @@ int64_t token_at(int64_t step, int64_t vocab) { return (step * 7919 + 13) % voca
 
 nlohmann::json stats_json(const RunStats& s, double per) {
   return {{"plans_made", s.plans_made / per},
+          {"plan_keys_built", s.plan_keys_built / per},
           {"kernels_rendered", s.kernels_rendered / per},
           {"pipelines_compiled", s.pipelines_compiled / per},
           {"buffers_created", s.buffers_created / per},
@@ -408,11 +409,12 @@ void print_report(const Options& o, const ConstantTotals& totals, const DecodeRu
               t.submits / steps, t.bytes_uploaded / steps, t.bytes_read / steps);
   const bool steady = t.pipelines_compiled == 0 && t.buffers_created == 0 && t.bind_groups_created == 0;
   std::printf(
-      "  during the timed steps: %llu plans made, %llu kernels rendered, %llu pipelines compiled, %llu buffers created, "
+      "  during the timed steps: %llu plans made, %llu plan keys built, %llu kernels rendered, %llu pipelines compiled, %llu "
+      "buffers created, "
       "%llu bind groups created%s\n",
-      static_cast<unsigned long long>(t.plans_made), static_cast<unsigned long long>(t.kernels_rendered),
-      static_cast<unsigned long long>(t.pipelines_compiled), static_cast<unsigned long long>(t.buffers_created),
-      static_cast<unsigned long long>(t.bind_groups_created),
+      static_cast<unsigned long long>(t.plans_made), static_cast<unsigned long long>(t.plan_keys_built),
+      static_cast<unsigned long long>(t.kernels_rendered), static_cast<unsigned long long>(t.pipelines_compiled),
+      static_cast<unsigned long long>(t.buffers_created), static_cast<unsigned long long>(t.bind_groups_created),
       steady ? "" : " (NOT STEADY: a decode step after warm-up should compile no pipeline, create no buffer or bind group)");
   std::printf("  weights: %.1f MB per token at the median: %.1f GB/s; copy %.1f GB/s (%s): %.1f%% of copy\n",
               totals.streamed_bytes / 1e6, s.weights_gbps, run.copy.gbps, run.copy.how.c_str(),
@@ -445,6 +447,7 @@ nlohmann::json result_json(const Options& o, const ConstantTotals& totals, doubl
           {"per_token", stats_json(t, o.steps)},
           {"after_warmup",
            {{"plans_made", t.plans_made},
+            {"plan_keys_built", t.plan_keys_built},
             {"kernels_rendered", t.kernels_rendered},
             {"pipelines_compiled", t.pipelines_compiled},
             {"buffers_created", t.buffers_created},

@@ -70,6 +70,7 @@ struct OpProfile {
 // makes no plans, renders no kernels, compiles no pipelines and creates no buffers. Zero on the CPU.
 struct RunStats {
   uint64_t plans_made = 0;           // kernel plans made for requests not seen before
+  uint64_t plan_keys_built = 0;      // plan-cache lookups by a key holding the whole request (a bound call needs none)
   uint64_t kernels_rendered = 0;     // WGSL rendered from templates (a shape class not seen before)
   uint64_t pipelines_compiled = 0;   // compute pipelines compiled
   uint64_t buffers_created = 0;      // GPU buffers created (not reused from the pool)

@@ -64,6 +64,8 @@ void bind_io_info(nb::module_& m) {
 void bind_run_stats(nb::module_& m) {
   nb::class_<RunStats>(m, "RunStats", "What one run did on the GPU besides computing (zero on the CPU).")
       .def_ro("plans_made", &RunStats::plans_made, "kernel plans made for requests not seen before")
+      .def_ro("plan_keys_built", &RunStats::plan_keys_built,
+              "plan-cache lookups by a key holding the whole request (a bound call needs none)")
       .def_ro("kernels_rendered", &RunStats::kernels_rendered, "WGSL rendered from templates")
       .def_ro("pipelines_compiled", &RunStats::pipelines_compiled)
       .def_ro("buffers_created", &RunStats::buffers_created, "GPU buffers created (not reused from the pool)")

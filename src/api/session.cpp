@@ -123,6 +123,7 @@ namespace {
 RunStats run_stats(const backend::webgpu::GpuContext::Counters& c) {
   RunStats s;
   s.plans_made = c.plans_made;
+  s.plan_keys_built = c.plan_keys_built;
   s.kernels_rendered = c.kernels_rendered;
   s.pipelines_compiled = c.pipelines_compiled;
   s.buffers_created = c.buffers_created;
@@ -139,6 +140,7 @@ RunStats run_stats(const backend::webgpu::GpuContext::Counters& c) {
 RunStats operator-(const RunStats& after, const RunStats& before) {
   RunStats d = after;
   d.plans_made -= before.plans_made;
+  d.plan_keys_built -= before.plan_keys_built;
   d.kernels_rendered -= before.kernels_rendered;
   d.pipelines_compiled -= before.pipelines_compiled;
   d.buffers_created -= before.buffers_created;

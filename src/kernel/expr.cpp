@@ -276,9 +276,11 @@ class Evaluator {
 }  // namespace
 }  // namespace expr_internal
 
-Value Expr::evaluate(const Scope& scope) const {
-  expr_internal::Evaluator evaluator(*this, scope);
-  return evaluator.eval(*root_);
+Value Expr::evaluate(const Scope& scope) const { return expr_internal::evaluate_node(*this, *root_, scope); }
+
+Value expr_internal::evaluate_node(const Expr& expr, const Expr::Node& node, const Scope& scope) {
+  Evaluator evaluator(expr, scope);
+  return evaluator.eval(node);
 }
 
 }  // namespace wgml::kernel

@@ -65,6 +65,8 @@ class Expr {
   const std::vector<NameUse>& names() const;
 
   const std::string& text() const { return *text_; }
+  // The syntax tree (expr_internal.h), for code that compiles expressions (dynamic_plan.h).
+  const Node& tree() const { return *root_; }
   const Origin& origin() const { return *origin_; }
   // The error message for `what` at `column`: origin, column, the text and a caret under it.
   std::string locate(int column, const std::string& what) const;

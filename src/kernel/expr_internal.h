@@ -74,6 +74,9 @@ struct Arity {
   size_t max_args;
 };
 
+// The value of `node`, a part of `expr`'s tree, in `scope` (errors located in `expr`).
+Value evaluate_node(const Expr& expr, const Expr::Node& node, const Scope& scope);
+
 // The arity of the built-in function `name`, or null if there is none by that name.
 const Arity* find_function(std::string_view name);
 

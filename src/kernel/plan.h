@@ -24,6 +24,8 @@
 
 namespace wgml::kernel {
 
+struct DynamicPlan;  // kernel/dynamic_plan.h
+
 struct PlanTensor {
   std::string name;  // the spec's name
   std::string onnx;  // the ONNX name
@@ -35,6 +37,7 @@ struct PlanTensor {
   uint64_t gpu_bytes = 0;                 // buffer size (whole u32 words)
   std::optional<ValueRange> value_range;  // checked on upload
   std::string alias_of;                   // outputs: the input whose buffer this output shares
+  int alias_index = -1;                   // that input's index in KernelPlan::tensors
 };
 
 enum class BindingRole { Input, Output, Scratch, Params };
@@ -48,6 +51,7 @@ struct PlanBinding {
   BindingRole role = BindingRole::Input;
   BindingAccess access = BindingAccess::Read;
   std::string tensor;        // PlanTensor::name; empty for Params
+  int tensor_index = -1;     // its index in KernelPlan::tensors; -1 for Params
   std::string element_type;  // WGSL element of the array<...>, or "Params" for the uniform struct
 };
 
@@ -72,6 +76,10 @@ struct KernelPlan {
   std::vector<PlanTensor> tensors;  // present inputs, then outputs, in spec order
   std::vector<PlanPass> passes;
   std::vector<std::string> skipped_passes;  // ids of copy passes made unnecessary by aliasing
+  // How the params and dispatch sizes follow the request's dynamic attributes while the rest of the
+  // request stays as it is; null when it named none, or when what they feed cannot be recomputed
+  // alone (a shape, the WGSL, a float).
+  std::shared_ptr<const DynamicPlan> dynamic;
 
   const PlanTensor* tensor(const std::string& name) const;
   PlanTensor* tensor(const std::string& name);

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "core/workgroups.h"
+#include "kernel/dynamic_plan.h"
+#include "kernel/uniform_layout.h"
 #include "wgml/error.h"
 
 namespace wgml::kernel {
@@ -112,6 +114,7 @@ class Planner {
       if (std::find(plan.skipped_passes.begin(), plan.skipped_passes.end(), pass.id) == plan.skipped_passes.end())
         plan.passes.push_back(build_pass(variant, {&spec_scope, &variant_scope}, pass, plan));
     }
+    if (!request_.dynamic_attributes.empty()) plan.dynamic = dynamic_plan(variant, spec_scope, variant_scope, plan);
     return plan;
   }
 
@@ -509,6 +512,7 @@ class Planner {
           fail(ErrorCode::InvalidArgument,
                "'" + out.name + "' cannot share the buffer of '" + input + "': their storage or size differ");
         out.alias_of = input;
+        out.alias_index = static_cast<int>(in - plan.tensors.data());
       }
       plan.skipped_passes.push_back(pass.id);
     }
@@ -527,6 +531,7 @@ class Planner {
     PlanBinding out;
     out.name = b.name;
     out.tensor = b.arg;
+    out.tensor_index = static_cast<int>(tensor - plan.tensors.data());
     out.role = tensor->is_scratch ? BindingRole::Scratch : tensor->is_output ? BindingRole::Output : BindingRole::Input;
     out.access = tensor->is_output || tensor->is_scratch ? BindingAccess::ReadWrite : BindingAccess::Read;
     out.element_type = tensor->storage.scalar;
@@ -660,6 +665,141 @@ class Planner {
     return std::any_of(bindings.begin(), bindings.end(), [&](const PlanBinding& b) {
       return b.role == BindingRole::Output && plan.tensor(b.tensor)->dtype == DType::BFloat16;
     });
+  }
+
+  // ---- dynamic attributes (kernel/dynamic_plan.h) ---------------------------------------------
+
+  // Derived values by layer (spec, variant, pass) and the scopes of layers 0-3.
+  class LayerNames : public PlanNames {
+   public:
+    LayerNames(std::array<const std::vector<DeriveEntry>*, 3> layers, std::array<const Scope*, 4> scopes)
+        : layers_(layers), scopes_(scopes) {}
+    const DeriveEntry* derived(std::string_view name, int layer, int& defined_in) const override {
+      for (int l = std::min(layer, 3); l >= 1; --l)
+        for (const DeriveEntry& e : *layers_[static_cast<size_t>(l - 1)])
+          if (e.name == name) {
+            defined_in = l;
+            return &e;
+          }
+      return nullptr;
+    }
+    const Scope& scope(int layer) const override { return *scopes_[static_cast<size_t>(layer)]; }
+
+   private:
+    std::array<const std::vector<DeriveEntry>*, 3> layers_;
+    std::array<const Scope*, 4> scopes_;
+  };
+
+  // Whether the tensors (ranks, shapes, dtypes, value ranges) and scratch may read the dynamic
+  // attributes: then they are not params alone.
+  bool tensors_depend(const VariantSpec& variant, const DynamicCompiler& c) const {
+    for (const auto* list : {&spec_.inputs, &spec_.outputs})
+      for (const TensorSpec& t : *list) {
+        if ((t.rank && c.depends(*t.rank, 1)) || (t.shape && c.depends(*t.shape, 1)) ||
+            (t.dtype_expr && c.depends(*t.dtype_expr, 1)))
+          return true;
+        if ((t.range_min && c.depends(*t.range_min, 1)) || (t.range_max && c.depends(*t.range_max, 1))) return true;
+        if (std::find(request_.dynamic_attributes.begin(), request_.dynamic_attributes.end(), t.dtype_attribute) !=
+            request_.dynamic_attributes.end())
+          return true;
+      }
+    return std::any_of(variant.scratch.begin(), variant.scratch.end(),
+                       [&](const TensorSpec& t) { return t.shape && c.depends(*t.shape, 2); });
+  }
+
+  // `conditions` at `layer` that read the dynamic attributes, compiled into `out` (with `all`, the
+  // others too); false when one does not compile.
+  static bool compile_conditions(const std::vector<Expr>& conditions, int layer, const DynamicCompiler& c, bool all,
+                                 std::vector<IntProgram>& out) {
+    for (const Expr& e : conditions) {
+      if (!all && !c.depends(e, layer)) continue;
+      auto program = c.compile(e, layer);
+      if (!program) return false;
+      out.push_back(std::move(*program));
+    }
+    return true;
+  }
+
+  // The variants tried before `chosen` (choose_variant's order) whose rejection may change with the
+  // dynamic attributes, compiled into `d`; false when one does not compile.
+  bool compile_rejected(const VariantSpec& chosen, const DeriveScope& spec_scope, DynamicPlan& d) const {
+    static const std::vector<DeriveEntry> none;
+    std::vector<const VariantSpec*> order;
+    for (const auto& v : spec_.variants) order.push_back(&v);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const VariantSpec* a, const VariantSpec* b) { return a->priority > b->priority; });
+    for (const VariantSpec* v : order) {
+      if (v == &chosen) break;
+      DeriveScope scope(v->derive, spec_scope);
+      LayerNames names({&spec_.derive, &v->derive, &none}, {&base_, &spec_scope, &scope, &scope});
+      const DynamicCompiler c(request_.dynamic_attributes, names);
+      if (std::none_of(v->when.begin(), v->when.end(), [&](const Expr& e) { return c.depends(e, 2); })) continue;
+      d.rejected.emplace_back();
+      if (!compile_conditions(v->when, 2, c, true, d.rejected.back())) return false;
+    }
+    return true;
+  }
+
+  // The params fields and dispatch sizes of `pass` (the plan's `index`) that read the dynamic
+  // attributes, compiled into `d`; false when its WGSL may read them or one does not compile.
+  bool compile_pass(size_t index, const PassSpec& pass, const DynamicCompiler& c, DynamicPlan& d) const {
+    for (const Expr::NameUse& use : pass.template_reads)
+      if (c.depends(use, 3)) return false;
+    for (const PassBinding& b : pass.bindings) {
+      if (!b.element_type.empty() && b.element_type[0] == '$' && c.depends(Expr::NameUse{b.element_type.substr(1), "", 0}, 3))
+        return false;
+      if (!b.uniform) continue;
+      const BindingDecl& decl = spec_.bindings.at(b.name);
+      std::vector<UniformField> fields;
+      for (const auto& f : decl.fields) fields.push_back({f.name, f.type, 0});
+      lay_out_uniform(fields);
+      for (size_t i = 0; i < fields.size(); ++i) {
+        if (!c.depends(decl.fields[i].value, 3)) continue;
+        const UniformType& type = fields[i].type;
+        if (type.lanes != 1 || type.array_count != 0 || (type.scalar != "u32" && type.scalar != "i32")) return false;
+        auto program = c.compile(decl.fields[i].value, 3);
+        if (!program) return false;
+        d.fields.push_back({index, fields[i].offset, type.scalar == "i32", std::move(*program)});
+      }
+    }
+    const std::optional<Expr>* axes[3] = {&pass.x, &pass.y, &pass.z};
+    const bool folded = pass.workgroups.has_value();
+    if (folded ? !c.depends(*pass.workgroups, 3)
+               : std::none_of(axes, axes + 3, [&](const std::optional<Expr>* a) { return c.depends(**a, 3); }))
+      return true;
+    DynamicPlan::Dispatch dispatch{index, folded, {}};
+    for (size_t axis = 0; axis < (folded ? 1 : 3); ++axis) {
+      auto program = c.compile(folded ? *pass.workgroups : **axes[axis], 3);
+      if (!program) return false;
+      dispatch.sizes[axis] = std::move(*program);
+    }
+    d.dispatches.push_back(std::move(dispatch));
+    return true;
+  }
+
+  std::shared_ptr<const DynamicPlan> dynamic_plan(const VariantSpec& variant, const DeriveScope& spec_scope,
+                                                  const DeriveScope& variant_scope, const KernelPlan& plan) const {
+    static const std::vector<DeriveEntry> none;
+    auto d = std::make_shared<DynamicPlan>();
+    for (const std::string& name : request_.dynamic_attributes) {
+      const AttributeSpec* a = spec_.attribute(name);
+      if (!a || !attrs_.at(name).is_int()) return nullptr;
+      d->attributes.push_back({name, a->allowed, a->min, a->max});
+    }
+    const LayerNames names({&spec_.derive, &variant.derive, &none}, {&base_, &spec_scope, &variant_scope, &variant_scope});
+    const DynamicCompiler c(request_.dynamic_attributes, names);
+    if (tensors_depend(variant, c) || !compile_conditions(spec_.when, 1, c, false, d->conditions) ||
+        !compile_conditions(variant.when, 2, c, false, d->conditions) || !compile_rejected(variant, spec_scope, *d))
+      return nullptr;
+    for (size_t i = 0; i < plan.passes.size(); ++i) {
+      const auto pass = std::find_if(variant.passes.begin(), variant.passes.end(),
+                                     [&](const PassSpec& p) { return p.id == plan.passes[i].id; });
+      DeriveScope pass_scope(pass->derive, variant_scope);
+      const LayerNames pass_names({&spec_.derive, &variant.derive, &pass->derive},
+                                  {&base_, &spec_scope, &variant_scope, &pass_scope});
+      if (!compile_pass(i, *pass, DynamicCompiler(request_.dynamic_attributes, pass_names), *d)) return nullptr;
+    }
+    return d;
   }
 
   // The pass's WGSL: from the render cache when its template read the same values before.

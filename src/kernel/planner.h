@@ -42,6 +42,9 @@ struct KernelRequest {
   std::map<std::string, List> input_values;
   // (input, output) pairs the caller lets share one buffer: the in-place KV-cache update.
   std::vector<std::pair<std::string, std::string>> may_alias;
+  // Int attributes whose values change from call to call (read from value slots: a cache
+  // position): the plan then says how its params follow them (KernelPlan::dynamic).
+  std::vector<std::string> dynamic_attributes;
 };
 
 // Rendered WGSL, found again by the values of the names its template read (PassSpec::

@@ -83,10 +83,13 @@ std::string request_key(const kernel::KernelSpec& spec, const kernel::KernelRequ
     add('m', input);
     add('>', output);
   }
+  // A plan made with dynamic attributes carries how it follows them (KernelPlan::dynamic).
+  for (const std::string& name : r.dynamic_attributes) add('d', name);
   return key;
 }
 
 constexpr size_t kMaxCachedPlans = 8192;
+constexpr size_t kMaxPackPlans = 64;  // shapes repacked; a linear search stays cheap
 
 }  // namespace
 
@@ -121,15 +124,17 @@ void GpuContext::check_tunables() const {
   for (const auto& entry : engine_.specs()) tunables_.resolve(*entry.second);
 }
 
-const kernel::KernelPlan& GpuContext::plan(const kernel::KernelSpec& spec, const kernel::KernelRequest& request) {
+std::shared_ptr<const kernel::KernelPlan> GpuContext::shared_plan(const kernel::KernelSpec& spec,
+                                                                  const kernel::KernelRequest& request) {
   const std::string key = request_key(spec, request);
+  ++plan_keys_built_;
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     if (plans_.size() >= kMaxCachedPlans) plans_.clear();
     CachedPlan entry;
     ++plans_made_;
     try {
-      entry.plan = engine_.plan(spec, request, caps_, tunables_, &renders_);
+      entry.plan = std::make_shared<const kernel::KernelPlan>(engine_.plan(spec, request, caps_, tunables_, &renders_));
     } catch (const Error& e) {
       entry.error_code = e.code();
       entry.error = e.what();
@@ -137,7 +142,7 @@ const kernel::KernelPlan& GpuContext::plan(const kernel::KernelSpec& spec, const
     it = plans_.emplace(key, std::move(entry)).first;
   }
   if (!it->second.plan) throw Error(it->second.error_code, it->second.error);
-  return *it->second.plan;
+  return it->second.plan;
 }
 
 const kernel::Decomposition* GpuContext::decomposition(const std::string& domain, const std::string& op) const {
@@ -157,9 +162,21 @@ const gpu::Kernel& GpuContext::add_kernel(const kernel::PlanPass& pass, const gp
   return compiled;
 }
 
+std::shared_ptr<const kernel::KernelPlan> GpuContext::pack_plan(const Shape& shape) {
+  for (const auto& [planned, plan] : pack_plans_)
+    if (planned == shape) return plan;
+  const kernel::KernelSpec* spec = engine_.find("wgml", "PackBfloat16");
+  if (!spec) return nullptr;
+  kernel::KernelRequest request;
+  request.inputs["x"] = kernel::TensorDesc{DType::BFloat16, shape};
+  if (pack_plans_.size() >= kMaxPackPlans) pack_plans_.clear();
+  return pack_plans_.emplace_back(shape, shared_plan(*spec, request)).second;
+}
+
 GpuContext::Counters GpuContext::counters() const {
   const gpu::Recorder::Traffic& traffic = recorder_->traffic();
   return Counters{plans_made_,
+                  plan_keys_built_,
                   renders_.renders(),
                   pipelines_.compiles(),
                   pool_.stats().created,

@@ -59,8 +59,16 @@ class GpuContext {
   // shapes, attributes, aliasing) and then reused: planning costs about 0.3 ms, and a decode step
   // runs the same few hundred requests every token. A request the spec rejects throws the same
   // wgml::Error every time.
-  const kernel::KernelPlan& plan(const kernel::KernelSpec& spec, const kernel::KernelRequest& request);
+  const kernel::KernelPlan& plan(const kernel::KernelSpec& spec, const kernel::KernelRequest& request) {
+    return *shared_plan(spec, request);
+  }
+  // The same plan, shared: it outlives the cache's entry (bound calls keep theirs).
+  std::shared_ptr<const kernel::KernelPlan> shared_plan(const kernel::KernelSpec& spec, const kernel::KernelRequest& request);
   size_t cached_plans() const { return plans_.size(); }
+  // wgml.PackBfloat16's plan for a bfloat16 tensor of `shape`, null when the kernels have none:
+  // found by the shape alone, without a plan key, because a decode step repacks a few small
+  // tensors it makes widened (plan_runner.cpp, repacked_on_gpu) every token.
+  std::shared_ptr<const kernel::KernelPlan> pack_plan(const Shape& shape);
 
   // The compiled pipeline of a pass, found by the identity of its rendered WGSL (shared through
   // the render cache), so a dispatch neither copies nor hashes the source.
@@ -72,6 +80,7 @@ class GpuContext {
   // must not do (each a counter that only grows).
   struct Counters {
     uint64_t plans_made = 0;           // requests planned (not found in the plan cache)
+    uint64_t plan_keys_built = 0;      // plan-cache keys built (a string holding the request), found or not
     uint64_t kernels_rendered = 0;     // WGSL rendered from a template (a new shape class)
     uint64_t pipelines_compiled = 0;   // compute pipelines created
     uint64_t buffers_created = 0;      // GPU buffers made (not served from the pool)
@@ -96,12 +105,14 @@ class GpuContext {
   kernel::DeviceCaps caps_;
   kernel::TunableOverrides tunables_;
   struct CachedPlan {
-    std::optional<kernel::KernelPlan> plan;
+    std::shared_ptr<const kernel::KernelPlan> plan;
     ErrorCode error_code = ErrorCode::Runtime;  // when there is no plan
     std::string error;
   };
   std::unordered_map<std::string, CachedPlan> plans_;
+  std::vector<std::pair<Shape, std::shared_ptr<const kernel::KernelPlan>>> pack_plans_;
   uint64_t plans_made_ = 0;
+  uint64_t plan_keys_built_ = 0;
   kernel::RenderCache renders_;
   std::unordered_map<std::shared_ptr<const std::string>, const gpu::Kernel*> kernels_;
 };

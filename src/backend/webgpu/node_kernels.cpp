@@ -5,6 +5,7 @@
 // field the spec does not take is an error naming both, never a silent CPU fallback. What does
 // not fit the GPU at run time (dtype, shape, `when`) runs on the CPU reference, counted and timed.
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <optional>
 #include <type_traits>
@@ -19,6 +20,7 @@
 #include "core/device_data.h"
 #include "core/elements.h"
 #include "ir/nodes.h"
+#include "kernel/dynamic_plan.h"
 #include "wgml/error.h"
 
 namespace wgml::backend::webgpu {
@@ -33,7 +35,62 @@ struct NodeRequest {
   std::vector<std::pair<std::string, ir::Tid>> outputs;
   std::map<std::string, ir::Tid> input_slots;
   std::string unadaptable;  // a field the generic mapping cannot express, if any
+  bool cast = false;        // an input was cast on the GPU first: a call no BoundCall can replay
+  // Per value OperandReader reads, in its order: the int attribute it is, or "" (a float, a
+  // list's element), which must keep its value for a bound call to follow it.
+  std::vector<std::string> value_names;
 };
+
+// A call's operands without names, in FieldCollector's order (bound_call.h): tensors by slot,
+// value slots by what they hold. Literal fields are the same every call, so they are left out.
+class OperandReader {
+ public:
+  OperandReader(const ExecContext& ctx, CallOperands& ops) : ctx_(ctx), ops_(ops) {}
+
+  void operator()(std::string_view, const ir::Tid& t, ir::FieldRole role) {
+    (role == ir::FieldRole::Write ? ops_.outputs : ops_.inputs).push_back(t);
+  }
+  void operator()(std::string_view name, const std::vector<ir::Tid>& list, ir::FieldRole role) {
+    for (const ir::Tid& t : list) (*this)(name, t, role);
+  }
+  void operator()(std::string_view, const ir::IntOrVid& v, ir::FieldRole) {
+    if (v.is_vid) ops_.values.push_back(ctx_.resolve(v));
+  }
+  void operator()(std::string_view, const ir::FloatOrVid& v, ir::FieldRole) {
+    if (v.is_vid) ops_.values.push_back(std::bit_cast<int32_t>(ctx_.resolve(v)));
+  }
+  void operator()(std::string_view, const ir::Vid& v, ir::FieldRole) { ops_.values.push_back(ctx_.int_value(v)); }
+  void operator()(std::string_view name, const ir::VidOrTid& v, ir::FieldRole role) {
+    if (v.is_vid) return ops_.values.push_back(ctx_.int_value(v.vid));
+    (*this)(name, v.tid, role);
+  }
+  void operator()(std::string_view name, const ir::IntOrVidOrTid& v, ir::FieldRole role) {
+    if (v.kind == ir::IntOrVidOrTid::Tensor) return (*this)(name, v.tid, role);
+    if (v.kind == ir::IntOrVidOrTid::Value) ops_.values.push_back(ctx_.resolve_int(v));
+  }
+  void operator()(std::string_view name, const std::vector<ir::IntOrVid>& list, ir::FieldRole role) {
+    for (const ir::IntOrVid& v : list) (*this)(name, v, role);
+  }
+  template <class T>
+  void operator()(std::string_view name, const std::optional<T>& v, ir::FieldRole role) {
+    if (v) (*this)(name, *v, role);
+  }
+  template <class T>
+  void operator()(std::string_view, const T&, ir::FieldRole) {}
+
+ private:
+  const ExecContext& ctx_;
+  CallOperands& ops_;
+};
+
+// A kept or fused ONNX op's operands by position, as onnx_request names them.
+void read_onnx_operands(const ir::OnnxOp& op, const kernel::KernelSpec& spec, const ExecContext& ctx, CallOperands& ops) {
+  for (size_t k = 0; k < op.inputs.size() && k < spec.inputs.size(); ++k)
+    if (op.inputs[k]) ops.inputs.push_back(*op.inputs[k]);
+  for (size_t k = 0; k < op.outputs.size() && k < spec.outputs.size(); ++k)
+    if (op.outputs[k]) ops.outputs.push_back(*op.outputs[k]);
+  for (const auto& [name, vid] : op.value_attributes) ops.values.push_back(ctx.int_value(vid));
+}
 
 class FieldCollector {
  public:
@@ -57,25 +114,34 @@ class FieldCollector {
     for (size_t k = 0; k < list.size(); ++k) (*this)(std::string(name) + std::to_string(k), list[k], role);
   }
   void operator()(std::string_view name, const ir::IntOrVid& v, ir::FieldRole) {
+    if (v.is_vid) dynamic(name);
     attribute(name, kernel::Value(ctx_.resolve(v)));
   }
   void operator()(std::string_view name, const ir::FloatOrVid& v, ir::FieldRole) {
+    if (v.is_vid) r_.value_names.emplace_back();
     attribute(name, kernel::Value(double{ctx_.resolve(v)}));
   }
   // A value slot (RandomBits' seed) is the attribute of that name, an int.
-  void operator()(std::string_view name, const ir::Vid& v, ir::FieldRole) { attribute(name, kernel::Value(ctx_.int_value(v))); }
+  void operator()(std::string_view name, const ir::Vid& v, ir::FieldRole) {
+    dynamic(name);
+    attribute(name, kernel::Value(ctx_.int_value(v)));
+  }
   // A value slot is the attribute of that name (an int), a tensor the input of that name.
   void operator()(std::string_view name, const ir::VidOrTid& v, ir::FieldRole role) {
-    if (v.is_vid) return attribute(name, kernel::Value(ctx_.int_value(v.vid)));
-    (*this)(name, v.tid, role);
+    if (!v.is_vid) return (*this)(name, v.tid, role);
+    dynamic(name);
+    attribute(name, kernel::Value(ctx_.int_value(v.vid)));
   }
   // An int, a value slot or a tensor (Take's index): the tensor is the input of that name, an int
   // the attribute of that name (read as the CPU reference reads it).
   void operator()(std::string_view name, const ir::IntOrVidOrTid& v, ir::FieldRole role) {
     if (v.kind == ir::IntOrVidOrTid::Tensor) return (*this)(name, v.tid, role);
+    if (v.kind == ir::IntOrVidOrTid::Value) dynamic(name);
     attribute(name, kernel::Value(ctx_.resolve_int(v)));
   }
   void operator()(std::string_view name, const std::vector<ir::IntOrVid>& v, ir::FieldRole) {
+    for (const ir::IntOrVid& e : v)
+      if (e.is_vid) r_.value_names.emplace_back();
     kernel::List list;
     for (int64_t e : ctx_.resolve(v)) list.emplace_back(e);
     attribute(name, kernel::Value(std::move(list)));
@@ -109,6 +175,11 @@ class FieldCollector {
     if (r_.unadaptable.empty()) r_.unadaptable = "field '" + std::string(name) + "' has no spec mapping";
   }
   void attribute(std::string_view name, kernel::Value v) { r_.request.attributes[std::string(name)] = std::move(v); }
+  // An int attribute read from a value slot: it may change every call (kernel/dynamic_plan.h).
+  void dynamic(std::string_view name) {
+    r_.value_names.emplace_back(name);
+    r_.request.dynamic_attributes.emplace_back(name);
+  }
 
   const ExecContext& ctx_;
   NodeRequest& r_;
@@ -143,13 +214,13 @@ void run_on_cpu(const WebGpuState& state, const std::string& op, const std::stri
 // Plans `request` with `spec` and records it on the GPU over `inputs` (by the spec's names);
 // returns the outputs by name, or the reason the request does not fit the GPU (the caller runs the
 // CPU kernel instead).
-std::variant<std::map<std::string, Tensor>, std::string> plan_and_record(const WebGpuState& state, const kernel::KernelSpec& spec,
-                                                                         const kernel::KernelRequest& request,
-                                                                         const std::map<std::string, Tensor>& inputs) {
-  const kernel::KernelPlan* plan = nullptr;
+std::variant<std::map<std::string, Tensor>, std::string> plan_and_record(
+    const WebGpuState& state, const kernel::KernelSpec& spec, const kernel::KernelRequest& request,
+    const std::map<std::string, Tensor>& inputs, std::shared_ptr<const kernel::KernelPlan>* used = nullptr) {
+  std::shared_ptr<const kernel::KernelPlan> plan;
   GpuBuffers placed;
   try {
-    plan = &state.gpu->plan(spec, request);
+    plan = state.gpu->shared_plan(spec, request);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::Unsupported && e.code() != ErrorCode::InvalidArgument) throw;
     return std::string(e.what());
@@ -162,6 +233,7 @@ std::variant<std::map<std::string, Tensor>, std::string> plan_and_record(const W
     if (e.code() != ErrorCode::Runtime) throw;
     return std::string(e.what());
   }
+  if (used) *used = plan;
   return run_plan(state.gpu, *plan, std::move(placed));
 }
 
@@ -197,6 +269,7 @@ std::optional<std::string> cast_input(const WebGpuState& state, NodeRequest& r, 
   auto cast = cast_on_gpu(state, r.inputs.at(name), dtype);
   if (auto* why_not = std::get_if<std::string>(&cast)) return *why_not;
   r.inputs[name] = std::move(std::get<Tensor>(cast));
+  r.cast = true;
   input.dtype = dtype;
   return std::nullopt;
 }
@@ -335,8 +408,81 @@ std::optional<std::string> read_host_values(const kernel::KernelSpec& spec, Node
 
 // Runs node request `r` on the GPU, writing the outputs to their slots; returns the reason when it
 // does not fit the GPU.
+bool is_index_dtype(DType t) { return is_integral(t) || t == DType::Bool; }
+
+// The call being run unbound, to bind once it has run (bound_call.h): its instruction and operands.
+struct BindTarget {
+  const void* instruction = nullptr;
+  const CallOperands* operands = nullptr;
+};
+
+// The index of slot `t` in `slots`, or -1.
+int index_of(const std::vector<ir::Tid>& slots, ir::Tid t) {
+  const auto it = std::find(slots.begin(), slots.end(), t);
+  return it == slots.end() ? -1 : static_cast<int>(it - slots.begin());
+}
+
+// Where the bound call `call` (its signature set) finds the values of the attributes its plan
+// follows (kernel/dynamic_plan.h) among `ops`' values; false when r's names do not match them.
+bool follow_dynamic_attributes(const NodeRequest& r, const kernel::KernelPlan* plan, const CallOperands& ops, BoundCall& call) {
+  if (r.value_names.size() != ops.values.size()) return false;
+  const std::vector<kernel::DynamicPlan::Attribute> none;
+  const auto& attributes = plan->dynamic ? plan->dynamic->attributes : none;
+  call.dynamic_values.assign(attributes.size(), 0);
+  for (const std::string& name : r.value_names) {
+    const auto it =
+        std::find_if(attributes.begin(), attributes.end(), [&](const auto& a) { return !name.empty() && a.name == name; });
+    call.value_attribute.push_back(it == attributes.end() ? -1 : static_cast<int>(it - attributes.begin()));
+  }
+  return true;
+}
+
+constexpr int64_t kHostElements = 4096;
+
+// Whether every call with r's input dtypes and shapes goes to the GPU as this one did: some input
+// is no index, or they hold too many elements to be host arithmetic (computes_host_indices).
+bool gpu_by_signature(const NodeRequest& r) {
+  int64_t elements = 0;
+  for (const auto& [name, t] : r.inputs) {
+    if (!is_index_dtype(t.dtype())) return true;
+    elements += t.numel();
+  }
+  return elements > kHostElements;
+}
+
+// Keeps what the call `r` worked out for `target`'s later calls, where they can repeat it from
+// slots alone: no input was cast or read on the host, and calls of its signature run on the GPU.
+void bind_call(const WebGpuState& state, const BindTarget& target, const NodeRequest& r,
+               std::shared_ptr<const kernel::KernelPlan> plan, const std::string& op) {
+  if (!target.instruction || r.cast || !r.request.input_values.empty() || !gpu_by_signature(r)) return;
+  BoundCall call;
+  call.signature = state.bound->last_signature();
+  call.values_begin = state.bound->last_values_begin();
+  for (const kernel::PlanTensor& t : plan->tensors) {
+    int operand = -1;
+    if (t.is_output) {
+      for (const auto& [name, slot] : r.outputs)
+        if (name == t.name) operand = index_of(target.operands->outputs, slot);
+    } else if (!t.is_scratch) {
+      const auto slot = r.input_slots.find(t.name);
+      if (slot != r.input_slots.end()) operand = index_of(target.operands->inputs, slot->second);
+    }
+    if (operand < 0 && !t.is_scratch) return state.bound->unbind(target.instruction);
+    call.operand.push_back(operand);
+  }
+  call.kernels = kernels_of(*state.gpu, *plan);
+  for (const kernel::PlanPass& pass : plan->passes) {
+    call.params.push_back(pass.params);
+    call.dispatch.push_back(pass.dispatch);
+  }
+  if (!follow_dynamic_attributes(r, plan.get(), *target.operands, call)) return state.bound->unbind(target.instruction);
+  call.plan = std::move(plan);
+  call.calls = &state.placement->on_gpu[op];
+  state.bound->bind(target.instruction, std::move(call));
+}
+
 std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state, const kernel::KernelSpec& spec,
-                                      const std::string& op, NodeRequest& r) {
+                                      const std::string& op, NodeRequest& r, const BindTarget& target = {}) {
   if (!r.unadaptable.empty()) return r.unadaptable;
   if (auto why_not = read_host_values(spec, r)) return why_not;
   if (auto why_not = promote_operands(state, spec, r)) return why_not;
@@ -346,23 +492,22 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
   NarrowTypes narrowed;
   if (auto why_not = widen_narrow_types(state, spec, r, narrowed)) return why_not;
   allow_in_place(ctx, r);
-  auto result = plan_and_record(state, spec, r.request, r.inputs);
+  std::shared_ptr<const kernel::KernelPlan> plan;
+  auto result = plan_and_record(state, spec, r.request, r.inputs, &plan);
   if (auto* why_not = std::get_if<std::string>(&result)) return *why_not;
   auto& outputs = std::get<std::map<std::string, Tensor>>(result);
   if (auto why_not = narrow_outputs(state, spec, narrowed, outputs)) return why_not;
+  if (narrowed.empty()) bind_call(state, target, r, std::move(plan), op);
   ++state.placement->on_gpu[op];
   r.inputs.clear();
   for (auto& [name, slot] : r.outputs) ctx.set_tensor(slot, std::move(outputs.at(name)));
   return std::nullopt;
 }
 
-bool is_index_dtype(DType t) { return is_integral(t) || t == DType::Bool; }
-
 // Whether the node computes positions or shape arithmetic from values the host holds: its inputs
 // are at most kHostElements integers all on the host, or it has none and makes integers from its
 // attributes (ARange, Full). Such values are read back by ItemInt nodes, and a GPU kernel for them
 // would cost a round trip; floats always go to the GPU, where the model's arithmetic is.
-constexpr int64_t kHostElements = 4096;
 bool computes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
   int64_t elements = 0;
   for (const auto& [name, t] : r.inputs) {
@@ -386,6 +531,11 @@ bool computes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
 template <class N>
 void run_node(const ir::Node& node, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
+  CallOperands& operands = state.bound->operands();
+  operands.clear();
+  OperandReader read(ctx, operands);
+  ir::for_each_field(std::get<N>(node), read);
+  if (state.bound->launch(ctx, state.gpu, &node, operands)) return;
   const std::string op(spec_op_name(N::kName));
   NodeRequest r;
   FieldCollector collect(ctx, r);
@@ -396,7 +546,7 @@ void run_node(const ir::Node& node, ExecContext& ctx) {
     timed(state.placement->host_ms[op], [&] { state.cpu->find(N::kUnionId)(node, ctx); });
     return;
   }
-  const auto why_not = run_on_gpu(ctx, state, *state.gpu->engine().find("mlx", op), op, r);
+  const auto why_not = run_on_gpu(ctx, state, *state.gpu->engine().find("mlx", op), op, r, {&node, &operands});
   if (why_not) run_on_cpu(state, op, *why_not, [&] { state.cpu->find(N::kUnionId)(node, ctx); });
 }
 
@@ -722,7 +872,11 @@ NodeRequest onnx_request(const ir::OnnxOp& op, const kernel::KernelSpec& spec, c
   for (size_t k = 0; k < op.outputs.size() && k < spec.outputs.size(); ++k)
     if (op.outputs[k]) collect(spec.outputs[k].name, *op.outputs[k], ir::FieldRole::Write);
   for (const ir::OnnxAttribute& a : op.attributes) r.request.attributes[a.name] = attribute_value(a.value);
-  for (const auto& [name, vid] : op.value_attributes) r.request.attributes[name] = kernel::Value(ctx.int_value(vid));
+  for (const auto& [name, vid] : op.value_attributes) {
+    r.request.attributes[name] = kernel::Value(ctx.int_value(vid));
+    r.value_names.push_back(name);
+    r.request.dynamic_attributes.push_back(name);
+  }
   return r;
 }
 
@@ -732,8 +886,13 @@ std::optional<std::string> run_op_on_gpu(const ir::OnnxOp& op, const kernel::Ker
   // An older opset may order or mean the operands differently (Resize-10 has no roi input).
   if (op.opset < spec.since_version)
     return "opset " + std::to_string(op.opset) + " predates the spec's sinceVersion " + std::to_string(spec.since_version);
+  const auto& state = ctx.backend_state<WebGpuState>();
+  CallOperands& operands = state.bound->operands();
+  operands.clear();
+  read_onnx_operands(op, spec, ctx, operands);
+  if (state.bound->launch(ctx, state.gpu, &op, operands)) return std::nullopt;
   NodeRequest r = onnx_request(op, spec, ctx);
-  return run_on_gpu(ctx, ctx.backend_state<WebGpuState>(), spec, op.domain + "." + op.op_type, r);
+  return run_on_gpu(ctx, state, spec, op.domain + "." + op.op_type, r, {&op, &operands});
 }
 
 void run_onnx_op(const ir::OnnxOp& op, ExecContext& ctx) {

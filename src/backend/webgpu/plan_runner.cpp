@@ -1,46 +1,46 @@
 #include "backend/webgpu/plan_runner.h"
 
+#include <array>
+
 #include "backend/webgpu/gpu_tensor.h"
 #include "wgml/error.h"
 
 namespace wgml::backend::webgpu {
 namespace {
 
-using Buffers = GpuBuffers;
+// More storage bindings than any device lets a shader have (WebGPU guarantees 8 per stage).
+constexpr size_t kMaxBindings = 32;
 
 [[noreturn]] void fail_plan(const kernel::KernelPlan& plan, const std::string& message) {
   throw Error(ErrorCode::Runtime, plan.op + " (" + plan.variant + "): " + message);
 }
 
-std::map<std::string, Tensor> place_outputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
-                                            Buffers& buffers) {
-  std::map<std::string, Tensor> outputs;
-  for (const kernel::PlanTensor& t : plan.tensors) {
+void place_outputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan, GpuBuffers& buffers) {
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const kernel::PlanTensor& t = plan.tensors[i];
     if (!t.is_output && !t.is_scratch) continue;
     std::shared_ptr<gpu::PooledBuffer> buffer;
-    if (!t.alias_of.empty()) {
-      if (!buffers.count(t.alias_of)) fail_plan(plan, "output '" + t.name + "' aliases unknown input '" + t.alias_of + "'");
-      buffer = buffers.at(t.alias_of)->buffer();
+    if (t.alias_index >= 0) {
+      const auto& input = buffers[static_cast<size_t>(t.alias_index)];
+      if (!input) fail_plan(plan, "output '" + t.name + "' aliases input '" + t.alias_of + "', which was not placed");
+      buffer = input->buffer();
     } else {
       buffer = new_buffer(*context, t.gpu_bytes, plan.op);
     }
-    auto data = std::make_shared<const GpuTensorData>(context, std::move(buffer), t.storage, t.shape);
-    buffers[t.name] = data;
-    if (t.is_output) outputs[t.name] = TensorDeviceAccess::on_device(t.dtype, t.shape, data);
+    buffers[i] = std::make_shared<const GpuTensorData>(context, std::move(buffer), t.storage, t.shape);
   }
-  return outputs;
 }
 
-void record_pass(GpuContext& context, const kernel::KernelPlan& plan, const kernel::PlanPass& pass, const Buffers& buffers) {
-  const gpu::Kernel* found = context.find_kernel(pass);
-  const gpu::Kernel& kernel = found ? *found : context.add_kernel(pass, kernel_source_of(plan, pass));
-  std::vector<gpu::BufferRange> ranges;
-  for (const kernel::PlanBinding& b : pass.bindings)
-    if (b.role != kernel::BindingRole::Params) ranges.push_back(buffers.at(b.tensor)->binding());
-  const gpu::Grid grid{pass.dispatch[0], pass.dispatch[1], pass.dispatch[2]};
+void record_pass(GpuContext& context, const kernel::PlanPass& pass, const gpu::Kernel& kernel, const GpuBuffers& buffers,
+                 const std::vector<uint8_t>& params, const std::array<uint32_t, 3>& dispatch) {
+  const gpu::Grid grid{dispatch[0], dispatch[1], dispatch[2]};
   if (grid.workgroups() == 0) return;
-  context.recorder().dispatch(
-      kernel, ranges, std::span(reinterpret_cast<const std::byte*>(pass.params.data()), pass.params.size()), grid, pass.name);
+  std::array<gpu::BufferRange, kMaxBindings> ranges;
+  size_t count = 0;
+  for (const kernel::PlanBinding& b : pass.bindings)
+    if (b.role != kernel::BindingRole::Params) ranges[count++] = buffers[static_cast<size_t>(b.tensor_index)]->binding();
+  context.recorder().dispatch(kernel, std::span(ranges.data(), count),
+                              std::span(reinterpret_cast<const std::byte*>(params.data()), params.size()), grid, pass.name);
 }
 
 // `t` repacked on the GPU when it lives there only as widened bfloat16 and `storage` packs it: the
@@ -54,11 +54,9 @@ std::shared_ptr<const GpuTensorData> repacked_on_gpu(const std::shared_ptr<GpuCo
   if (!existing || existing->context() != context.get() || existing->storage().kind != kernel::StorageKind::Widened)
     return nullptr;
   if (auto copy = existing->in_storage(storage)) return copy;
-  const kernel::KernelSpec* spec = context->engine().find("wgml", "PackBfloat16");
-  if (!spec) return nullptr;
-  kernel::KernelRequest request;
-  request.inputs["x"] = kernel::TensorDesc{t.dtype(), t.shape()};
-  const std::map<std::string, Tensor> packed = run_plan(context, context->plan(*spec, request), {{"x", t}});
+  const auto plan = context->pack_plan(t.shape());
+  if (!plan) return nullptr;
+  const std::map<std::string, Tensor> packed = run_plan(context, *plan, {{"x", t}});
   auto data = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(packed.at("out")));
   existing->keep_copy(data);
   return data;
@@ -82,26 +80,62 @@ gpu::KernelSource kernel_source_of(const kernel::KernelPlan& plan, const kernel:
     }
     k.bindings.push_back(b.access == kernel::BindingAccess::Read ? gpu::Access::Read : gpu::Access::ReadWrite);
   }
+  if (k.bindings.size() > kMaxBindings) fail_plan(plan, "pass '" + pass.id + "' has more storage bindings than any device");
   return k;
+}
+
+std::vector<const gpu::Kernel*> kernels_of(GpuContext& context, const kernel::KernelPlan& plan) {
+  std::vector<const gpu::Kernel*> kernels;
+  for (const kernel::PlanPass& pass : plan.passes) {
+    const gpu::Kernel* found = context.find_kernel(pass);
+    kernels.push_back(found ? found : &context.add_kernel(pass, kernel_source_of(plan, pass)));
+  }
+  return kernels;
+}
+
+std::shared_ptr<const GpuTensorData> place_input(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
+                                                 size_t index, const Tensor& t) {
+  const kernel::PlanTensor& planned = plan.tensors[index];
+  auto repacked = planned.value_range ? nullptr : repacked_on_gpu(context, t, planned.storage);
+  return repacked ? repacked : on_gpu(context, t, planned.storage, planned.name, planned.value_range);
 }
 
 GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                         const std::map<std::string, Tensor>& inputs) {
-  Buffers buffers;
-  for (const kernel::PlanTensor& t : plan.tensors) {
+  GpuBuffers buffers(plan.tensors.size());
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const kernel::PlanTensor& t = plan.tensors[i];
     if (t.is_output || t.is_scratch) continue;
     auto it = inputs.find(t.name);
     if (it == inputs.end()) fail_plan(plan, "input '" + t.name + "' was planned but not given");
-    auto repacked = t.value_range ? nullptr : repacked_on_gpu(context, it->second, t.storage);
-    buffers[t.name] = repacked ? repacked : on_gpu(context, it->second, t.storage, t.name, t.value_range);
+    buffers[i] = place_input(context, plan, i, it->second);
   }
   return buffers;
 }
 
+void record_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
+                 std::span<const gpu::Kernel* const> kernels, GpuBuffers& buffers, std::span<const std::vector<uint8_t>> params,
+                 std::span<const std::array<uint32_t, 3>> dispatch) {
+  place_outputs(context, plan, buffers);
+  for (size_t p = 0; p < plan.passes.size(); ++p) {
+    const kernel::PlanPass& pass = plan.passes[p];
+    record_pass(*context, pass, *kernels[p], buffers, params.empty() ? pass.params : params[p],
+                dispatch.empty() ? pass.dispatch : dispatch[p]);
+  }
+}
+
+Tensor output_tensor(const kernel::KernelPlan& plan, const GpuBuffers& buffers, size_t index) {
+  const kernel::PlanTensor& t = plan.tensors[index];
+  return TensorDeviceAccess::on_device(t.dtype, t.shape, buffers[index]);
+}
+
 std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                                        GpuBuffers buffers) {
-  std::map<std::string, Tensor> outputs = place_outputs(context, plan, buffers);
-  for (const kernel::PlanPass& pass : plan.passes) record_pass(*context, plan, pass, buffers);
+  const std::vector<const gpu::Kernel*> kernels = kernels_of(*context, plan);
+  record_plan(context, plan, kernels, buffers);
+  std::map<std::string, Tensor> outputs;
+  for (size_t i = 0; i < plan.tensors.size(); ++i)
+    if (plan.tensors[i].is_output) outputs[plan.tensors[i].name] = output_tensor(plan, buffers, i);
   return outputs;
 }
 

@@ -3,9 +3,12 @@
 // GPU, outputs in new buffers or, where the plan aliases them, in their input's buffer; each
 // pass's pipeline from the cache and its dispatch appended to the context's recorder. Nothing is
 // waited for: the outputs are device tensors, read back only when the host reads them.
+#include <array>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "backend/webgpu/gpu_context.h"
 #include "kernel/plan.h"
@@ -14,18 +17,36 @@
 namespace wgml::backend::webgpu {
 
 class GpuTensorData;
-using GpuBuffers = std::map<std::string, std::shared_ptr<const GpuTensorData>>;
+// The GPU memory of a plan's tensors, by their index in KernelPlan::tensors.
+using GpuBuffers = std::vector<std::shared_ptr<const GpuTensorData>>;
 
 // The pipeline interface of a pass (its WGSL, entry point, storage bindings in index order, then
 // at most one params uniform, as gpu::Recorder binds them). Throws wgml::Error(Runtime) when the
 // plan binds out of that order.
 gpu::KernelSource kernel_source_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass);
 
-// The plan's inputs in GPU memory, found there or uploaded (recorded, not yet run), by the spec's
-// input names. Throws wgml::Error(Runtime) naming the input, element and value when one does not
-// fit its storage (int64 narrowed to i32) or the spec's valueRange; nothing has been dispatched then.
+// The compiled pipeline of each of the plan's passes, compiled now where the context has none.
+std::vector<const gpu::Kernel*> kernels_of(GpuContext& context, const kernel::KernelPlan& plan);
+
+// Plan tensor `index` (an input) in GPU memory: `t` found there or uploaded (recorded, not yet
+// run). Throws wgml::Error(Runtime) naming the input, element and value when it does not fit its
+// storage (int64 narrowed to i32) or the spec's valueRange; nothing has been dispatched then.
+std::shared_ptr<const GpuTensorData> place_input(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
+                                                 size_t index, const Tensor& t);
+
+// The plan's inputs in GPU memory by the spec's input names (absent optional inputs left out).
 GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                         const std::map<std::string, Tensor>& inputs);
+
+// Gives the plan's outputs and scratch their buffers in `buffers` (whose inputs are placed) and
+// records the passes with `kernels` (kernels_of the plan), and with `params` and `dispatch` per
+// pass in place of the plan's where given (a bound call's, kernel/dynamic_plan.h).
+void record_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
+                 std::span<const gpu::Kernel* const> kernels, GpuBuffers& buffers,
+                 std::span<const std::vector<uint8_t>> params = {}, std::span<const std::array<uint32_t, 3>> dispatch = {});
+
+// Output `index` of a recorded plan as a device tensor.
+Tensor output_tensor(const kernel::KernelPlan& plan, const GpuBuffers& buffers, size_t index);
 
 // Records the plan's passes on placed inputs; returns the outputs by name.
 std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,

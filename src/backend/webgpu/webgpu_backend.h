@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/webgpu/bound_call.h"
 #include "backend/webgpu/gpu_context.h"
 #include "runtime/backend.h"
 
@@ -32,6 +33,7 @@ struct WebGpuState {
   const runtime::KernelTable* cpu = nullptr;
   Placement* placement = nullptr;
   bool small_values_on_host = true;  // GpuOptions::small_values_on_host
+  std::shared_ptr<BoundCalls> bound = std::make_shared<BoundCalls>();
 };
 
 class WebGpuBackend final : public runtime::Backend {
