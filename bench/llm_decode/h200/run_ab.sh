@@ -3,6 +3,7 @@
 # ROUNDS times (default 3) on each payload named, so that both see the same machine state
 # (docs/performance.md: the spread between processes is larger than most single changes). A build
 # with a kernels folder of its own in the kit (kernels_old, kernels_new) runs with those kernels.
+# Each payload's random constants are drawn once, into /tmp, and read by every process after.
 set -u
 . "$(dirname "$0")/setup.sh"
 for m in "$@"; do
@@ -10,9 +11,9 @@ for m in "$@"; do
     for build in old new; do
       kernels=$WGML_KERNELS_DIR
       [[ -d $K/kernels_$build ]] && kernels=$PWD/$K/kernels_$build
-      WGML_KERNELS_DIR=$kernels $K/llm_decode_$build $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --json $OUT/h200_${m}_${build}_$round.json 2>&1 |
-        grep -E 'ms per token|CPU time|per token:' | sed "s/^/$m $build round $round: /"
+      WGML_KERNELS_DIR=$kernels $K/llm_decode_$build $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors --json $OUT/h200_${m}_${build}_$round.json 2>&1 |
+        grep -E 'ms per token|CPU time|per token:|during the timed' | sed "s/^/$m $build round $round: /"
     done
   done
-  $K/llm_decode_new $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --profile 2>&1 | tee $OUT/h200_${m}_new_profile.txt | sed -n '/^profile/,/^$/p' | head -24
+  $K/llm_decode_new $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors --profile 2>&1 | tee $OUT/h200_${m}_new_profile.txt | sed -n '/^profile/,/^$/p' | head -24
 done
