@@ -86,10 +86,19 @@ class DefUse {
   std::vector<std::vector<uint32_t>> writes_;
 };
 
-// A pattern found in the chain: its instructions (ascending) and the op that replaces them.
+// A pattern found in the chain: its instructions (ascending) and the op that replaces them, at the
+// place of its last instruction (of its first with `at_first`). An op placed before a part whose
+// output it makes writes that output to a slot of its own, relayed by an IdCopy at the part's
+// place: the part's slot may hold other values until then (exporters reuse temp slots).
 struct Fusion {
+  struct Relay {
+    size_t output;  // in op.outputs
+    size_t part;    // in parts
+  };
   std::vector<size_t> parts;
   ir::OnnxOp op;
+  bool at_first = false;
+  std::vector<Relay> relays;
 };
 
 class Matcher {
@@ -349,6 +358,41 @@ std::optional<Fusion> match_swiglu(const Matcher& m, size_t product_at, const ir
   return std::nullopt;
 }
 
+// How far after the first of several products of one x the others are looked for (a Llama
+// attention's q, k and v projections come one after the other, with q's reshapes between).
+constexpr size_t kProductsWindow = 16;
+
+// Three quantized products of one value of x by weights quantized alike (q, k and v): one
+// wgml.QuantizedProducts at the place of the first, which needs each later product's weights made
+// before it; the later outputs are relayed to their slots at their products' places.
+std::optional<Fusion> match_products(const Matcher& m, size_t first_at, const ir::QuantizedMatmulNode& first, size_t end) {
+  Fusion f;
+  f.parts = {first_at};
+  std::vector<const ir::QuantizedMatmulNode*> nodes = {&first};
+  for (size_t at = first_at + 1; at < std::min(end, first_at + kProductsWindow) && nodes.size() < 3; ++at) {
+    const auto* qmm = m.node_at<ir::QuantizedMatmulNode>(at);
+    if (!qmm || !same_x_and_quantization(m, first_at, first, at, *qmm)) continue;
+    const auto made_before = [&](const std::optional<Tid>& t) {
+      const auto w = t ? m.writer(at, *t) : std::nullopt;
+      return !t || (w && (*w == kBeforeChain || *w < first_at));
+    };
+    if (!made_before(qmm->w) || !made_before(qmm->scales) || !made_before(qmm->biases)) continue;
+    f.parts.push_back(at);
+    nodes.push_back(qmm);
+  }
+  if (nodes.size() != 3) return std::nullopt;
+  f.op = fused_op("wgml", "QuantizedProducts", {first.x}, first.out);
+  for (const auto* n : nodes) f.op.inputs.insert(f.op.inputs.end(), {n->w, n->scales, n->biases});
+  f.op.outputs = {nodes[0]->out, nodes[1]->out, nodes[2]->out};
+  f.op.attributes = {{"group_size", int64_t{first.group_size}},
+                     {"bits", int64_t{first.bits}},
+                     {"mode", first.mode},
+                     {"transpose", int64_t{first.transpose}}};
+  f.at_first = true;
+  f.relays = {{1, 1}, {2, 2}};
+  return f;
+}
+
 // Sdpa over prefixes of the KV caches, k = Slice(k_cache, axis, 0, n) and v = Slice(v_cache, axis,
 // 0, n) with one bound n (a value slot or a literal): Sdpa reading the caches in place up to n.
 std::optional<Fusion> match_cache_attention(const Matcher& m, size_t at, const ir::SdpaNode& sdpa) {
@@ -378,16 +422,33 @@ std::optional<Fusion> match_cache_attention(const Matcher& m, size_t at, const i
   return f;
 }
 
-// The chain with each fusion's parts replaced by its op at the place of its last part; the parts
-// become chains of `p`.
+// A temp slot of its own for each of `f`'s relayed outputs; its part writes there too (the parts
+// run where the op's kernel does not fit). Returns the IdCopy for each relay, by its part's place.
+std::map<size_t, ir::Instruction> relay_outputs(ir::Program& p, Fusion& f, std::vector<ir::Instruction>& parts) {
+  std::map<size_t, ir::Instruction> copies;
+  for (const Fusion::Relay& r : f.relays) {
+    const Tid own{static_cast<uint32_t>(p.num_tensors())};
+    ++p.num_temp_tensors;
+    const Tid slot = *f.op.outputs[r.output];
+    f.op.outputs[r.output] = own;
+    // Relays come from match_products alone, whose parts are QuantizedMatmul nodes.
+    std::get<ir::QuantizedMatmulNode>(std::get<ir::Node>(parts[r.part])).out = own;
+    copies.emplace(f.parts[r.part], ir::Instruction(ir::Node(ir::IdCopyNode{own, slot})));
+  }
+  return copies;
+}
+
+// The chain with each fusion's parts replaced by its op at the place of its last part (or first);
+// the parts become chains of `p`.
 void apply(ir::Program& p, std::vector<Fusion>& fusions) {
   const ir::Chain main = std::move(p.chains[p.main_chain_idx]);
   std::map<size_t, Fusion*> by_last;
   std::set<size_t> removed;
   for (Fusion& f : fusions) {
-    by_last[f.parts.back()] = &f;
+    by_last[f.at_first ? f.parts.front() : f.parts.back()] = &f;
     removed.insert(f.parts.begin(), f.parts.end());
   }
+  std::map<size_t, ir::Instruction> relays;
   ir::Chain rewritten;
   const auto origin = [&](size_t i) { return i < main.origins.size() ? main.origins[i] : std::string(); };
   for (size_t i = 0; i < main.instructions.size(); ++i) {
@@ -398,10 +459,16 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
         parts.instructions.push_back(main.instructions[k]);
         parts.origins.push_back(origin(k));
       }
+      relays.merge(relay_outputs(p, f, parts.instructions));
       f.op.parts_chain = static_cast<uint32_t>(p.chains.size());
       f.op.name = "fused from instructions " + std::to_string(f.parts.front()) + " to " + std::to_string(f.parts.back());
       p.chains.push_back(std::move(parts));
       rewritten.instructions.emplace_back(std::move(f.op));
+      rewritten.origins.push_back(origin(i));
+      continue;
+    }
+    if (const auto relay = relays.find(i); relay != relays.end()) {
+      rewritten.instructions.push_back(std::move(relay->second));
       rewritten.origins.push_back(origin(i));
       continue;
     }
@@ -443,6 +510,15 @@ FusionCounts fuse_instructions(ir::Program& p) {
     m.claim(f->parts);
     fusions.push_back(std::move(*f));
     ++*count;
+  }
+  // Products of one x that nothing above took (q, k and v).
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const auto* qmm = m.node_at<ir::QuantizedMatmulNode>(i);
+    std::optional<Fusion> f = qmm ? match_products(m, i, *qmm, chain.size()) : std::nullopt;
+    if (!f) continue;
+    m.claim(f->parts);
+    fusions.push_back(std::move(*f));
+    ++counts.products;
   }
   // Gated products a residual Add did not take (their Add comes after them, hence a second pass).
   for (size_t i = 0; i < chain.size(); ++i) {

@@ -23,11 +23,15 @@ struct FusionCounts {
   // Multiply(Silu(x @ w_gate), x @ w_up) -> wgml.QuantizedSwiGlu (both 4-bit) or wgml.MatmulSwiGlu
   // (both Addmm without a bias): the gate and up projections as one product
   size_t swiglu = 0;
+  // Three QuantizedMatmul of one x, weights quantized alike -> wgml.QuantizedProducts (a Llama
+  // attention's q, k and v projections), at the place of the first
+  size_t products = 0;
 };
 
 // Rewrites `p`'s main chain in place; returns what it fused. A pattern is fused only when each of
 // its intermediate values is read by the pattern alone and its inputs keep their values until the
-// place of its last instruction, where the fused op goes.
+// place of its last instruction, where the fused op goes (products of one x: the place of the
+// first, where every later product's inputs are made and no output's slot is in use).
 FusionCounts fuse_instructions(ir::Program& p);
 
 }  // namespace wgml::runtime

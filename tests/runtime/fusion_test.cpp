@@ -83,6 +83,7 @@ TEST(Fusion, TheMlpsOfAFourBitLlamaExportFuseGateUpAndSwiGlu) {
   // projection and the attention's output projection add the residual.
   EXPECT_EQ(counts.swiglu, 2u);
   EXPECT_EQ(counts.gated_product, 0u);
+  EXPECT_EQ(counts.products, 2u);  // q, k and v of each layer
   EXPECT_EQ(counts.residual_product, 4u);
 }
 
@@ -258,6 +259,56 @@ TEST(Fusion, ProductsOfTwoXsOrQuantizedUnalikeAreNoSwiGlu) {
   // An up product that is also a program output must still be stored.
   wgml::ir::Program read_elsewhere = program_of(quantized_swiglu(), {10, 9});
   EXPECT_EQ(wgml::runtime::fuse_instructions(read_elsewhere).swiglu, 0u);
+}
+
+// q, k and v of one x (slot 0) with weights 1-9 into slots 10-12, q negated into 13 between q and
+// k, as an export reshapes q before it projects k.
+std::vector<wgml::ir::Instruction> qkv() {
+  std::vector<wgml::ir::Instruction> out;
+  for (uint32_t s = 0; s < 3; ++s) {
+    out.push_back(instruction(wgml::ir::QuantizedMatmulNode{Tid{0}, Tid{1 + 3 * s}, Tid{2 + 3 * s}, Tid{10 + s}, Tid{3 + 3 * s},
+                                                            64, 4, "affine", true}));
+    if (s == 0) out.push_back(instruction(wgml::ir::NegNode{Tid{10}, Tid{13}}));
+  }
+  return out;
+}
+
+// The IdCopy at instruction i of `p`'s main chain: from, to.
+std::pair<uint32_t, uint32_t> copy_at(const wgml::ir::Program& p, size_t i) {
+  const auto& copy = std::get<wgml::ir::IdCopyNode>(std::get<wgml::ir::Node>(p.chains[0].instructions.at(i)));
+  return {copy.x.idx, copy.out.idx};
+}
+
+TEST(Fusion, QKVProductsOfOneXFuseAtTheFirstAndRelayTheLaterOutputs) {
+  // The Neg also writes k's output slot before k does (exporters reuse temp slots): k's output is
+  // made at q's place into a slot of its own, and copied to 11 at k's.
+  std::vector<wgml::ir::Instruction> chain = qkv();
+  std::get<wgml::ir::NegNode>(std::get<wgml::ir::Node>(chain[1])).out = Tid{11};
+  wgml::ir::Program p = program_of(std::move(chain), {11, 12});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).products, 1u);
+  EXPECT_EQ(names(p), (std::vector<std::string>{"wgml.QuantizedProducts", "NegNode", "IdCopyNode", "IdCopyNode"}));
+  EXPECT_EQ(p.num_temp_tensors, 18u);  // 16 and 17 hold k's and v's products until their copies
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+  ASSERT_EQ(op.inputs.size(), 10u);
+  for (uint32_t k = 0; k < 10; ++k) EXPECT_EQ(op.inputs[k]->idx, k);
+  ASSERT_EQ(op.outputs.size(), 3u);
+  EXPECT_EQ(op.outputs[0]->idx, 10u);
+  EXPECT_EQ(op.outputs[1]->idx, 16u);
+  EXPECT_EQ(op.outputs[2]->idx, 17u);
+  EXPECT_EQ(copy_at(p, 2), std::pair(16u, 11u));
+  EXPECT_EQ(copy_at(p, 3), std::pair(17u, 12u));
+  // The parts, run where the kernel does not fit, write where the op does.
+  const auto& parts = p.chains.at(*op.parts_chain).instructions;
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(std::get<wgml::ir::QuantizedMatmulNode>(std::get<wgml::ir::Node>(parts[1])).out.idx, 16u);
+}
+
+TEST(Fusion, QKVProductsStayWhereAWeightIsMadeLater) {
+  // v's weight is made after q (by the Neg): it is not there at q's place.
+  std::vector<wgml::ir::Instruction> late = qkv();
+  std::get<wgml::ir::NegNode>(std::get<wgml::ir::Node>(late[1])).out = Tid{7};
+  wgml::ir::Program q = program_of(std::move(late), {11, 12});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(q).products, 0u);
 }
 
 TEST(Fusion, AnOperandOverwrittenBeforeTheAddBlocksTheResidualFusion) {

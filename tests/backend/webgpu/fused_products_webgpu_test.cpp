@@ -104,6 +104,44 @@ TEST_F(FusedProductsTest, MatmulSwiGluEqualsBothProductsThenSiluAndMultiplyToThe
     }
 }
 
+// x [1, m, k] and three 4-bit matrices of `rows` rows each (suffixes _q, _k, _v).
+Operands quantized_triple(DType t, int64_t m, int64_t k, const std::array<int64_t, 3>& rows, int64_t group, std::mt19937& rng) {
+  Operands o = {{"x", random_floats(t, {1, m, k}, 1.0f, rng)}};
+  const char* suffixes[] = {"_q", "_k", "_v"};
+  for (size_t s = 0; s < 3; ++s) {
+    o[std::string("w") + suffixes[s]] = testing::random_tensor(DType::UInt32, {rows[s], k / 8}, rng);
+    o[std::string("scales") + suffixes[s]] = random_floats(t, {rows[s], k / group}, 0.05f, rng);
+    o[std::string("biases") + suffixes[s]] = random_floats(t, {rows[s], k / group}, 0.1f, rng);
+  }
+  return o;
+}
+
+TEST_F(FusedProductsTest, QuantizedProductsEqualTheThreeProductsToTheBit) {
+  std::mt19937 rng(12);
+  // (rows of x, k, rows of each matrix): a Llama's q wider than k and v; rows not a multiple of
+  // a workgroup's outputs (8 for one row of x, 4 for 3, 2 for 8); groups of 64.
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    if (t == DType::Float16 && !gpu()->caps().shader_f16) continue;
+    for (const auto& [m, k, rows] : std::vector<std::tuple<int64_t, int64_t, std::array<int64_t, 3>>>{
+             {1, 256, {64, 16, 16}}, {3, 128, {38, 10, 21}}, {8, 512, {9, 9, 3}}}) {
+      const int64_t group = k == 512 ? 64 : 32;
+      const Operands triple = quantized_triple(t, m, k, rows, group, rng);
+      const std::string what = std::string(dtype_name(t)) + " m=" + std::to_string(m);
+      const kernel::KernelPlan& fused = plan("wgml", "QuantizedProducts", request_of(triple, four_bits(group)));
+      const std::map<std::string, Tensor> outputs = run_plan(gpu(), fused, triple);
+      for (const std::string suffix : {"_q", "_k", "_v"}) {
+        const Tensor alone = run("mlx", "QuantizedMatmul",
+                                 {{"x", triple.at("x")},
+                                  {"w", triple.at("w" + suffix)},
+                                  {"scales", triple.at("scales" + suffix)},
+                                  {"biases", triple.at("biases" + suffix)}},
+                                 four_bits(group));
+        testing::expect_same_tensor(outputs.at("out" + suffix), alone, what + " out" + suffix);
+      }
+    }
+  }
+}
+
 TEST_F(FusedProductsTest, MoreThanEightRowsOrMatricesOfTwoShapesDoNotFit) {
   std::mt19937 rng(13);
   Operands pair = quantized_pair(DType::Float32, 9, 64, 8, 32, rng);
@@ -147,20 +185,43 @@ void expect_gpu_fuses_and_matches_cpu(WebGpuBackend& gpu, const std::shared_ptr<
   std::vector<Value> values(inputs.begin(), inputs.end());
   runtime::Executor on_gpu(model, gpu);
   on_gpu.profile(true);
-  const Tensor got = std::get<Tensor>(on_gpu.run(values).at(0));
+  const std::vector<Value> gpu_outputs = on_gpu.run(values);
   EXPECT_EQ(on_gpu.op_times().count(fused_op), 1u) << what;
-  EXPECT_EQ(on_gpu.op_times().count("SiluNode"), 0u) << what << ": the fused instructions ran";
+  EXPECT_EQ(on_gpu.op_times().count("SiluNode") + on_gpu.op_times().count("QuantizedMatmulNode"), 0u)
+      << what << ": the fused instructions ran";
   const cpu::CpuBackend cpu;
-  const Tensor want = std::get<Tensor>(runtime::Executor(model, cpu).run(values).at(0));
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const std::vector<float> g = to_floats(got), w = to_floats(want);
-  const float rel = got.dtype() == DType::Float32 ? 1e-5f : got.dtype() == DType::Float16 ? 4e-3f : 3e-2f;
-  float scale = 0;
-  for (float v : w) scale = std::max(scale, std::fabs(v));
-  size_t far = 0;
-  for (size_t i = 0; i < g.size(); ++i) far += std::fabs(g[i] - w[i]) > rel * (std::fabs(w[i]) + 0.05f * scale);
-  EXPECT_EQ(far, 0u) << what << ": elements further from the CPU reference than the dtype's rounding explains";
-  EXPECT_GT(scale, 0.0f) << what;
+  const std::vector<Value> cpu_outputs = runtime::Executor(model, cpu).run(values);
+  ASSERT_EQ(gpu_outputs.size(), cpu_outputs.size()) << what;
+  for (size_t o = 0; o < gpu_outputs.size(); ++o) {
+    const Tensor& got = std::get<Tensor>(gpu_outputs[o]);
+    const Tensor& want = std::get<Tensor>(cpu_outputs[o]);
+    ASSERT_EQ(got.shape(), want.shape()) << what << " output " << o;
+    const std::vector<float> g = to_floats(got), w = to_floats(want);
+    const float rel = got.dtype() == DType::Float32 ? 1e-5f : got.dtype() == DType::Float16 ? 4e-3f : 3e-2f;
+    float scale = 0;
+    for (float v : w) scale = std::max(scale, std::fabs(v));
+    size_t far = 0;
+    for (size_t i = 0; i < g.size(); ++i) far += std::fabs(g[i] - w[i]) > rel * (std::fabs(w[i]) + 0.05f * scale);
+    EXPECT_EQ(far, 0u) << what << " output " << o
+                       << ": elements further from the CPU reference than the dtype's rounding explains";
+    EXPECT_GT(scale, 0.0f) << what << " output " << o;
+  }
+}
+
+// `products` over `inputs` input slots, each product's output a program output (slots `inputs` on).
+std::shared_ptr<ir::Model> products_model(std::vector<ir::Instruction> products, uint32_t inputs) {
+  auto model = std::make_shared<ir::Model>();
+  model->path = "products";
+  model->format = ir::ModelFormat::Payload;
+  ir::Program& p = model->program;
+  p.num_input_tensors = inputs;
+  p.num_output_tensors = static_cast<uint32_t>(products.size());
+  for (uint32_t i = 0; i < inputs; ++i) p.inputs.push_back({i, ir::SlotType::Tensor});
+  for (uint32_t o = 0; o < products.size(); ++o) p.outputs.push_back({inputs + o, ir::SlotType::Tensor});
+  ir::Chain main;
+  main.instructions = std::move(products);
+  p.chains.push_back(std::move(main));
+  return model;
 }
 
 TEST_F(FusedProductsTest, AFourBitMlpRunsFusedOnTheGpuAndMatchesTheCpuReference) {
@@ -176,6 +237,25 @@ TEST_F(FusedProductsTest, AFourBitMlpRunsFusedOnTheGpuAndMatchesTheCpuReference)
       const std::vector<Tensor> inputs = {pair.at("x"),    pair.at("w"),         pair.at("scales"),   pair.at("biases"),
                                           pair.at("w_up"), pair.at("scales_up"), pair.at("biases_up")};
       expect_gpu_fuses_and_matches_cpu(backend(), mlp_model(products, 7), inputs, "wgml.QuantizedSwiGlu",
+                                       std::string(dtype_name(t)) + " m=" + std::to_string(m));
+    }
+}
+
+TEST_F(FusedProductsTest, QKVProductsRunFusedOnTheGpuAndMatchTheCpuReference) {
+  std::mt19937 rng(16);
+  const int64_t k = 128;
+  const std::array<int64_t, 3> rows = {48, 16, 16};
+  std::vector<ir::Instruction> products;
+  for (uint32_t s = 0; s < 3; ++s)  // w, scales and biases of product s: inputs 1 + 3s to 3 + 3s; out: slot 10 + s
+    products.emplace_back(ir::Node(ir::QuantizedMatmulNode{ir::Tid{0}, ir::Tid{1 + 3 * s}, ir::Tid{2 + 3 * s}, ir::Tid{10 + s},
+                                                           ir::Tid{3 + 3 * s}, 32, 4, "affine", true}));
+  for (DType t : float_dtypes())
+    for (int64_t m : {1, 4}) {
+      const Operands triple = quantized_triple(t, m, k, rows, 32, rng);
+      std::vector<Tensor> inputs = {triple.at("x")};
+      for (const std::string suffix : {"_q", "_k", "_v"})
+        for (const std::string name : {"w", "scales", "biases"}) inputs.push_back(triple.at(name + suffix));
+      expect_gpu_fuses_and_matches_cpu(backend(), products_model(products, 10), inputs, "wgml.QuantizedProducts",
                                        std::string(dtype_name(t)) + " m=" + std::to_string(m));
     }
 }
