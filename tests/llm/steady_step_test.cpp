@@ -2,7 +2,10 @@
 // the binding its first call made (backend/webgpu/bound_call.h), so after warm-up a step makes no
 // kernel plan and builds no plan-cache key, while the cache position and the keys attention covers
 // change every step (kernel/dynamic_plan.h). Heap allocations are counted by replacing the global
-// operator new in this binary alone; a step still makes a few per dispatch (docs/performance.md).
+// operator new in this binary alone, exported so that allocations inside the C++ library come
+// here too (under ASan as well, whose own operator new would otherwise pair with our delete);
+// aligned forms stay the library's, new and delete alike. A step still makes a few allocations a
+// dispatch (docs/performance.md).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -23,6 +26,13 @@ void* operator new(std::size_t size) {
   throw std::bad_alloc();
 }
 void* operator new[](std::size_t size) { return operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
