@@ -4,6 +4,7 @@
 # (docs/performance.md: the spread between processes is larger than most single changes). A build
 # with a kernels folder of its own in the kit (kernels_old, kernels_new) runs with those kernels.
 # Each payload's random constants are drawn once, into /tmp, and read by every process after.
+# PROFILE=0 leaves out the per-op profile of the new build that follows each payload's rounds.
 set -u
 . "$(dirname "$0")/setup.sh"
 for m in "$@"; do
@@ -15,5 +16,6 @@ for m in "$@"; do
         grep -E 'ms per token|CPU time|per token:|during the timed' | sed "s/^/$m $build round $round: /"
     done
   done
+  [[ ${PROFILE:-1} == 1 ]] || continue
   $K/llm_decode_new $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors --profile 2>&1 | tee $OUT/h200_${m}_new_profile.txt | sed -n '/^profile/,/^$/p' | head -24
 done
