@@ -120,9 +120,12 @@ void print_profile(Session& session, const std::string& trace_path) {
   }
   print_time_totals(session.profile_totals());
   const RunStats& stats = session.last_run_stats();
-  std::fprintf(stderr, "last run: %llu plans made, %llu kernels rendered, %llu pipelines compiled, %llu buffers created\n",
-               static_cast<unsigned long long>(stats.plans_made), static_cast<unsigned long long>(stats.kernels_rendered),
-               static_cast<unsigned long long>(stats.pipelines_compiled), static_cast<unsigned long long>(stats.buffers_created));
+  std::fprintf(stderr,
+               "last run: %llu plans made, %llu plan keys built, %llu kernels rendered, %llu pipelines compiled, %llu buffers "
+               "created\n",
+               static_cast<unsigned long long>(stats.plans_made), static_cast<unsigned long long>(stats.plan_keys_built),
+               static_cast<unsigned long long>(stats.kernels_rendered), static_cast<unsigned long long>(stats.pipelines_compiled),
+               static_cast<unsigned long long>(stats.buffers_created));
   print_memory(session);
   if (!trace_path.empty()) std::cerr << "trace: " << trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
 }
