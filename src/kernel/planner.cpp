@@ -551,11 +551,19 @@ class Planner {
     return out;
   }
 
-  PlanBinding params_binding(const PassBinding& b, const Scope& scope, std::vector<uint8_t>& bytes, List& fields_out) const {
-    const BindingDecl& decl = spec_.bindings.at(b.name);
+  // The fields of uniform binding `decl` at their offsets; `size` gets the struct's size.
+  static std::vector<UniformField> laid_out_fields(const BindingDecl& decl, uint32_t& size) {
     std::vector<UniformField> fields;
     for (const auto& f : decl.fields) fields.push_back({f.name, f.type, 0});
-    bytes.assign(lay_out_uniform(fields), 0);
+    size = lay_out_uniform(fields);
+    return fields;
+  }
+
+  PlanBinding params_binding(const PassBinding& b, const Scope& scope, std::vector<uint8_t>& bytes, List& fields_out) const {
+    const BindingDecl& decl = spec_.bindings.at(b.name);
+    uint32_t size = 0;
+    const std::vector<UniformField> fields = laid_out_fields(decl, size);
+    bytes.assign(size, 0);
     for (size_t i = 0; i < fields.size(); ++i) {
       const Expr& e = decl.fields[i].value;
       const std::string error = write_uniform(fields[i], e.evaluate(scope), bytes);
@@ -750,9 +758,8 @@ class Planner {
         return false;
       if (!b.uniform) continue;
       const BindingDecl& decl = spec_.bindings.at(b.name);
-      std::vector<UniformField> fields;
-      for (const auto& f : decl.fields) fields.push_back({f.name, f.type, 0});
-      lay_out_uniform(fields);
+      uint32_t size = 0;
+      const std::vector<UniformField> fields = laid_out_fields(decl, size);
       for (size_t i = 0; i < fields.size(); ++i) {
         if (!c.depends(decl.fields[i].value, 3)) continue;
         const UniformType& type = fields[i].type;

@@ -83,12 +83,20 @@ class OperandReader {
   CallOperands& ops_;
 };
 
-// A kept or fused ONNX op's operands by position, as onnx_request names them.
-void read_onnx_operands(const ir::OnnxOp& op, const kernel::KernelSpec& spec, const ExecContext& ctx, CallOperands& ops) {
+// Calls f(name, slot, role) for each present operand of a kept or fused ONNX op, named by its
+// position in the spec's inputs and outputs.
+template <class F>
+void for_each_onnx_operand(const ir::OnnxOp& op, const kernel::KernelSpec& spec, F& f) {
   for (size_t k = 0; k < op.inputs.size() && k < spec.inputs.size(); ++k)
-    if (op.inputs[k]) ops.inputs.push_back(*op.inputs[k]);
+    if (op.inputs[k]) f(spec.inputs[k].name, *op.inputs[k], ir::FieldRole::Read);
   for (size_t k = 0; k < op.outputs.size() && k < spec.outputs.size(); ++k)
-    if (op.outputs[k]) ops.outputs.push_back(*op.outputs[k]);
+    if (op.outputs[k]) f(spec.outputs[k].name, *op.outputs[k], ir::FieldRole::Write);
+}
+
+// A kept or fused ONNX op's operands in onnx_request's order.
+void read_onnx_operands(const ir::OnnxOp& op, const kernel::KernelSpec& spec, const ExecContext& ctx, CallOperands& ops) {
+  OperandReader read(ctx, ops);
+  for_each_onnx_operand(op, spec, read);
   for (const auto& [name, vid] : op.value_attributes) ops.values.push_back(ctx.int_value(vid));
 }
 
@@ -867,10 +875,7 @@ NodeRequest onnx_request(const ir::OnnxOp& op, const kernel::KernelSpec& spec, c
   FieldCollector collect(ctx, r);
   if (op.inputs.size() > spec.inputs.size() || op.outputs.size() > spec.outputs.size())
     r.unadaptable = "more operands than the spec declares";
-  for (size_t k = 0; k < op.inputs.size() && k < spec.inputs.size(); ++k)
-    if (op.inputs[k]) collect(spec.inputs[k].name, *op.inputs[k], ir::FieldRole::Read);
-  for (size_t k = 0; k < op.outputs.size() && k < spec.outputs.size(); ++k)
-    if (op.outputs[k]) collect(spec.outputs[k].name, *op.outputs[k], ir::FieldRole::Write);
+  for_each_onnx_operand(op, spec, collect);
   for (const ir::OnnxAttribute& a : op.attributes) r.request.attributes[a.name] = attribute_value(a.value);
   for (const auto& [name, vid] : op.value_attributes) {
     r.request.attributes[name] = kernel::Value(ctx.int_value(vid));
