@@ -263,15 +263,20 @@ std::optional<Gate> match_gate(const Matcher& m, size_t reader, Tid x) {
 
 // The quantized product of `qmm` written to `out`, with addend `residual` and the gate folded
 // into its x when given.
+// How a QuantizedMatmul's weights are quantized, as the attributes of a fused op that reads them.
+std::vector<ir::OnnxAttribute> quantization_attributes(const ir::QuantizedMatmulNode& qmm) {
+  return {{"group_size", int64_t{qmm.group_size}},
+          {"bits", int64_t{qmm.bits}},
+          {"mode", qmm.mode},
+          {"transpose", int64_t{qmm.transpose}}};
+}
+
 ir::OnnxOp quantized_product(const ir::QuantizedMatmulNode& qmm, const std::optional<Gate>& gate, std::optional<Tid> residual,
                              Tid out) {
   ir::OnnxOp op = fused_op("mlx", "QuantizedMatmul", {gate ? gate->gate : qmm.x, qmm.w, qmm.scales}, out);
   op.inputs.insert(op.inputs.end(), {qmm.biases, std::nullopt, std::nullopt, residual});
   if (gate) op.inputs.emplace_back(gate->up);
-  op.attributes = {{"group_size", int64_t{qmm.group_size}},
-                   {"bits", int64_t{qmm.bits}},
-                   {"mode", qmm.mode},
-                   {"transpose", int64_t{qmm.transpose}}};
+  op.attributes = quantization_attributes(qmm);
   return op;
 }
 
@@ -341,10 +346,7 @@ std::optional<Fusion> match_swiglu(const Matcher& m, size_t product_at, const ir
     if (gate_q && up_q && gate_at != up_at && same_x_and_quantization(m, gate_at, *gate_q, up_at, *up_q)) {
       f.op = fused_op("wgml", "QuantizedSwiGlu", {gate_q->x, gate_q->w, gate_q->scales}, product.out);
       f.op.inputs.insert(f.op.inputs.end(), {gate_q->biases, up_q->w, up_q->scales, up_q->biases});
-      f.op.attributes = {{"group_size", int64_t{gate_q->group_size}},
-                         {"bits", int64_t{gate_q->bits}},
-                         {"mode", gate_q->mode},
-                         {"transpose", int64_t{gate_q->transpose}}};
+      f.op.attributes = quantization_attributes(*gate_q);
     } else if (gate_mm && up_mm && gate_at != up_at && gate_mm->mat1 == up_mm->mat1 &&
                m.writer(gate_at, gate_mm->mat1) == m.writer(up_at, up_mm->mat1)) {
       f.op = fused_op("wgml", "MatmulSwiGlu", {gate_mm->mat1, gate_mm->mat2, up_mm->mat2}, product.out);
@@ -384,10 +386,7 @@ std::optional<Fusion> match_products(const Matcher& m, size_t first_at, const ir
   f.op = fused_op("wgml", "QuantizedProducts", {first.x}, first.out);
   for (const auto* n : nodes) f.op.inputs.insert(f.op.inputs.end(), {n->w, n->scales, n->biases});
   f.op.outputs = {nodes[0]->out, nodes[1]->out, nodes[2]->out};
-  f.op.attributes = {{"group_size", int64_t{first.group_size}},
-                     {"bits", int64_t{first.bits}},
-                     {"mode", first.mode},
-                     {"transpose", int64_t{first.transpose}}};
+  f.op.attributes = quantization_attributes(first);
   f.at_first = true;
   f.relays = {{1, 1}, {2, 2}};
   return f;
