@@ -314,7 +314,10 @@ std::optional<Fusion> match_residual(const Matcher& m, size_t add_at, const ir::
 std::optional<Fusion> match_gated_product(const Matcher& m, size_t at, const ir::QuantizedMatmulNode& qmm) {
   const std::optional<Gate> gate = match_gate(m, at, qmm.x);
   if (!gate) return std::nullopt;
-  return Fusion{pattern_parts({at}, gate), quantized_product(qmm, gate, std::nullopt, qmm.out)};
+  Fusion f;
+  f.parts = pattern_parts({at}, gate);
+  f.op = quantized_product(qmm, gate, std::nullopt, qmm.out);
+  return f;
 }
 
 // Whether two quantized products multiply the same value of the same x by weights quantized alike.
