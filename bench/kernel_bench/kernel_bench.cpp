@@ -286,14 +286,16 @@ double product_element(const Tensor& a, const Tensor& b, int64_t k) {
   return sum;
 }
 
-// Matmul (Addmm without a bias): decode GEMVs over the weights of Llama-style layers, read at the
+// Matmul (Addmm without a bias): decode GEMVs over the weights of Llama-style layers (8B and 1B), read at the
 // copy bandwidth (bfloat16 weights packed, two to a word), and a 4096^3 GEMM against the FMA ceiling.
 void add_matmul_cases(std::vector<OpCase>& cases) {
   for (const auto& [depth, cols, dtype] :
        {std::tuple{int64_t(4096), int64_t(4096), DType::Float16}, std::tuple{int64_t(4096), int64_t(4096), DType::Float32},
         std::tuple{int64_t(4096), int64_t(14336), DType::Float16}, std::tuple{int64_t(14336), int64_t(4096), DType::Float16},
         std::tuple{int64_t(4096), int64_t(4096), DType::BFloat16}, std::tuple{int64_t(4096), int64_t(14336), DType::BFloat16},
-        std::tuple{int64_t(14336), int64_t(4096), DType::BFloat16}}) {
+        std::tuple{int64_t(14336), int64_t(4096), DType::BFloat16}, std::tuple{int64_t(4096), int64_t(1024), DType::BFloat16},
+        std::tuple{int64_t(2048), int64_t(2048), DType::BFloat16}, std::tuple{int64_t(2048), int64_t(8192), DType::BFloat16},
+        std::tuple{int64_t(8192), int64_t(2048), DType::BFloat16}}) {
     const Tensor x = random_floats(dtype, {1, depth}, 12), w = random_floats(dtype, {depth, cols}, 13);
     const double bytes = static_cast<double>(dtype_size(dtype)) * (depth * cols + depth + cols);
     OpCase c{"Matmul GEMV " + std::string(dtype_name(dtype)) + " [1, " + std::to_string(depth) + "] @ [" + std::to_string(depth) +

@@ -6,6 +6,7 @@
 //              [--tunable Op.NAME=V ...]
 //   llm_decode --extract MODEL.pte OUT.mlxg     the MLX delegate payload of an ExecuTorch .pte
 //   llm_decode --list PROGRAM.mlxg              its constants and how they would be drawn
+//   llm_decode --instructions PROGRAM.mlxg      its main chain as WebGPU runs it (fused), slot by slot
 //
 // The program is an MLX delegate payload (.mlxg) of an ExecuTorch LLM export (input 0 token ids
 // [1, T], input 1 cache positions, a logits output): a few hundred KB where the .pte holds GBs of
@@ -45,7 +46,9 @@
 #include "frontend/pte/pte_file.h"
 #include "io/bytes.h"
 #include "ir/payload.h"
+#include "ir/slot_visit.h"
 #include "llm/random_constants.h"
+#include "runtime/fusion.h"
 #include "wgml/error.h"
 #include "wgml/session.h"
 
@@ -77,7 +80,8 @@ const char* const kUsage =
     "                  [--json OUT] [--profile] [--constants FILE.safetensors] [--seed N] [--copy-mib 256]\n"
     "                  [--tunable Op.NAME=V ...] [--dispatches-per-submit N]\n"
     "       llm_decode --extract MODEL.pte OUT.mlxg\n"
-    "       llm_decode --list PROGRAM.mlxg\n";
+    "       llm_decode --list PROGRAM.mlxg\n"
+    "       llm_decode --instructions PROGRAM.mlxg\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -148,6 +152,25 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+// One line per instruction of the main chain as the WebGPU backend runs it (fused at load): its
+// node or op, then each slot it reads (=tN, =vN) or writes (=>tN) with the field's name.
+int list_instructions(const std::string& path) {
+  ir::Program p = read_program(path);
+  runtime::fuse_instructions(p);
+  const auto& chain = p.chains[p.main_chain_idx].instructions;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    std::string line = std::to_string(i) + " " + ir::instruction_name(chain[i]);
+    ir::visit_slots(
+        chain[i],
+        [&](ir::Tid t, ir::FieldRole role, std::string_view field) {
+          line += " " + std::string(field) + (role == ir::FieldRole::Write ? "=>t" : "=t") + std::to_string(t.idx);
+        },
+        [&](ir::Vid v, std::string_view field) { line += " " + std::string(field) + "=v" + std::to_string(v.idx); });
+    std::printf("%s\n", line.c_str());
+  }
+  return 0;
 }
 
 int list_constants(const std::string& path) {
@@ -481,6 +504,7 @@ int main(int argc, char** argv) {
   try {
     if (argc == 4 && std::string(argv[1]) == "--extract") return extract(argv[2], argv[3]);
     if (argc == 3 && std::string(argv[1]) == "--list") return list_constants(argv[2]);
+    if (argc == 3 && std::string(argv[1]) == "--instructions") return list_instructions(argv[2]);
     if (argc < 2) {
       std::fputs(kUsage, stderr);
       return 2;
