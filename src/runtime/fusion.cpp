@@ -1,6 +1,7 @@
 #include "runtime/fusion.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <set>
@@ -18,6 +19,22 @@ constexpr size_t kBeforeChain = std::numeric_limits<size_t>::max();
 bool has_body_chains(const ir::Instruction& instruction) {
   const ir::Node* node = ir::as_node(instruction);
   return node && (std::holds_alternative<ir::ScanNode>(*node) || std::holds_alternative<ir::IfNode>(*node));
+}
+
+// Whether the instruction writes value slot v (ONNX and fused ops write none).
+bool writes_value(const ir::Instruction& instruction, ir::Vid v) {
+  const ir::Node* node = ir::as_node(instruction);
+  bool writes = false;
+  if (node)
+    std::visit(
+        [&](const auto& n) {
+          ir::for_each_field(n, [&](std::string_view, const auto& value, FieldRole role) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(value)>, ir::Vid>)
+              writes = writes || (role == FieldRole::Write && value.idx == v.idx);
+          });
+        },
+        *node);
+  return writes;
 }
 
 // Which instruction wrote each tensor value an instruction reads, and which instructions read
@@ -78,6 +95,12 @@ class DefUse {
     return it != readers_.end() && std::all_of(it->second.begin(), it->second.end(), [&](size_t r) { return r == reader; });
   }
   const std::vector<uint32_t>& writes(size_t i) const { return writes_[i]; }
+  // Whether every reader of the value `writer` wrote to `t` is in `allowed` (and it escapes not).
+  bool read_only_by_any(size_t writer, Tid t, const std::set<size_t>& allowed) const {
+    if (escaping_.count({writer, t.idx})) return false;
+    const auto it = readers_.find({writer, t.idx});
+    return it == readers_.end() || std::all_of(it->second.begin(), it->second.end(), [&](size_t r) { return allowed.count(r); });
+  }
 
  private:
   std::vector<std::map<uint32_t, size_t>> reads_;
@@ -99,6 +122,10 @@ struct Fusion {
   ir::OnnxOp op;
   bool at_first = false;
   std::vector<Relay> relays;
+  // The parts chain when it is not the parts themselves (value slots of its own), and main-chain
+  // instructions outside the pattern rewritten in place (by their index).
+  std::vector<ir::Instruction> parts_chain;
+  std::map<size_t, ir::Instruction> rewritten;
 };
 
 class Matcher {
@@ -153,6 +180,32 @@ class Matcher {
     return kept;
   }
   void claim(const std::vector<size_t>& parts) { used_.insert(parts.begin(), parts.end()); }
+
+  // The fused op domain.op_type at instruction i, when no pattern took it.
+  const ir::OnnxOp* op_at(size_t i, std::string_view domain, std::string_view op_type) const {
+    if (i == kBeforeChain || used_.count(i)) return nullptr;
+    const auto* op = std::get_if<ir::OnnxOp>(&chain_[i]);
+    return op && op->parts_chain && op->domain == domain && op->op_type == op_type ? op : nullptr;
+  }
+  // Whether an instruction in (after, before), outside `parts`, reads or writes tensor slot t.
+  bool slot_touched(Tid t, size_t after, size_t before, const std::set<size_t>& parts) const {
+    bool touched = false;
+    for (size_t i = after + 1; i < before; ++i)
+      if (!parts.count(i))
+        ir::visit_slots(
+            chain_[i], [&](Tid u, FieldRole, std::string_view) { touched = touched || u.idx == t.idx; },
+            [](ir::Vid, std::string_view) {});
+    return touched;
+  }
+  // The last instruction before `before` (from `after` on) that writes value slot v, or nullopt;
+  // a Scan or If on the way counts as one (its bodies may write any value slot).
+  std::optional<size_t> value_writer(ir::Vid v, size_t after, size_t before) const {
+    for (size_t i = before; i-- > after;)
+      if (has_body_chains(chain_[i]) || writes_value(chain_[i], v)) return i;
+    return std::nullopt;
+  }
+  const ir::Instruction& at(size_t i) const { return chain_[i]; }
+  const DefUse& flow() const { return flow_; }
 
  private:
   bool writes(size_t i, Tid t) const {
@@ -424,6 +477,113 @@ std::optional<Fusion> match_cache_attention(const Matcher& m, size_t at, const i
   return f;
 }
 
+// A KV-cache write `SliceUpdate(cache, update, axis, start, stop)` in place, step 1, whose stop is
+// start + SymSize(update, axis) as exports compute it: the SymSize and AddInt that make it.
+struct CacheWrite {
+  const ir::SliceUpdateNode* node = nullptr;
+  size_t at = 0, size_at = 0, add_at = 0;
+  int64_t axis = 0;
+};
+
+std::optional<CacheWrite> match_cache_write(const Matcher& m, size_t at) {
+  CacheWrite w{m.node_at<ir::SliceUpdateNode>(at), at};
+  if (!w.node || w.node->dst.idx != w.node->out.idx || w.node->step != 1 || !literal(w.node->axis, w.axis) ||
+      !w.node->start.is_vid || !w.node->stop.is_vid)
+    return std::nullopt;
+  const ir::Vid start = w.node->start.vid;
+  const std::optional<size_t> add_at = m.value_writer(w.node->stop.vid, 0, at);
+  const auto* add = add_at ? std::get_if<ir::AddIntNode>(ir::as_node(m.at(*add_at))) : nullptr;
+  if (!add || !add->a.is_vid || !add->b.is_vid) return std::nullopt;
+  const ir::Vid size = add->a.vid.idx == start.idx ? add->b.vid : add->a.vid;
+  if ((add->a.vid.idx != start.idx && add->b.vid.idx != start.idx) || m.value_writer(start, *add_at, at)) return std::nullopt;
+  const std::optional<size_t> size_at = m.value_writer(size, 0, *add_at);
+  const auto* sym = size_at ? std::get_if<ir::SymSizeNode>(ir::as_node(m.at(*size_at))) : nullptr;
+  if (!sym || sym->a.idx != w.node->update.idx || sym->dim != w.axis ||
+      m.writer(*size_at, sym->a) != m.writer(at, w.node->update))
+    return std::nullopt;
+  w.add_at = *add_at;
+  w.size_at = *size_at;
+  return w;
+}
+
+bool same_attributes(const ir::OnnxOp& a, const ir::OnnxOp& b) {
+  return std::equal(
+      a.attributes.begin(), a.attributes.end(), b.attributes.begin(), b.attributes.end(),
+      [](const ir::OnnxAttribute& x, const ir::OnnxAttribute& y) { return x.name == y.name && x.value == y.value; });
+}
+
+// How far before a layer's v-cache write its k-cache write and RoPE ops are looked for.
+constexpr size_t kRotaryWindow = 12;
+
+// The parts chain of a rotary KV write: the two RotateHalf ops, then each cache write after a
+// SymSize and AddInt of its own that recompute its stop into fresh value slots (the main chain's
+// may hold other values by the fused op's place).
+std::vector<ir::Instruction> rotary_parts(ir::Program& p, const Matcher& m, size_t rq, size_t rk,
+                                          const std::array<CacheWrite, 2>& writes) {
+  std::vector<ir::Instruction> parts = {m.at(rq), m.at(rk)};
+  for (const CacheWrite& w : writes) {
+    const ir::Vid size{p.num_values++}, stop{p.num_values++};
+    ir::SymSizeNode sym = std::get<ir::SymSizeNode>(*ir::as_node(m.at(w.size_at)));
+    sym.out = size;
+    ir::SliceUpdateNode write = *w.node;
+    write.stop = ir::IntOrVid{0, stop, true};
+    parts.emplace_back(ir::Node(sym));
+    parts.emplace_back(ir::Node(ir::AddIntNode{w.node->start, ir::IntOrVid{0, size, true}, stop}));
+    parts.emplace_back(ir::Node(write));
+  }
+  return parts;
+}
+
+// A decode step's rotary embedding and cache writes (one attention layer of a Llama export, once
+// the first stage made its RoPEs wgml.RotateHalf): q' = RotateHalf(q), k' = RotateHalf(k) with
+// the same cos, sin and attributes; k' and v written into their caches at one start, each stop
+// start + its extent. One wgml.RotaryKvWrite at the v write's place. k' moves there from its
+// RotateHalf, so its SymSize reads k (of the same shape) instead, and nothing else in between may
+// touch q', k' or the k cache.
+std::optional<Fusion> match_rotary_kv_write(ir::Program& p, const Matcher& m, size_t j) {
+  const std::optional<CacheWrite> v_write = match_cache_write(m, j);
+  if (!v_write) return std::nullopt;
+  const ir::Vid start = v_write->node->start.vid;
+  for (size_t i = j; i-- > (j > kRotaryWindow ? j - kRotaryWindow : 0);) {
+    const std::optional<CacheWrite> k_write = match_cache_write(m, i);
+    if (!k_write || k_write->node->start.vid.idx != start.idx || k_write->node->dst.idx == v_write->node->dst.idx) continue;
+    const std::optional<size_t> rk = m.writer(i, k_write->node->update);
+    const ir::OnnxOp* k_rope = rk ? m.op_at(*rk, "wgml", "RotateHalf") : nullptr;
+    if (!k_rope || m.value_writer(start, i, j)) return std::nullopt;
+    for (size_t rq = *rk; rq-- > (*rk > kRotaryWindow ? *rk - kRotaryWindow : 0);) {
+      const ir::OnnxOp* q_rope = m.op_at(rq, "wgml", "RotateHalf");
+      if (!q_rope || q_rope->inputs[1] != k_rope->inputs[1] || q_rope->inputs[2] != k_rope->inputs[2] ||
+          m.writer(rq, *q_rope->inputs[1]) != m.writer(*rk, *k_rope->inputs[1]) ||
+          m.writer(rq, *q_rope->inputs[2]) != m.writer(*rk, *k_rope->inputs[2]) || !same_attributes(*q_rope, *k_rope))
+        continue;
+      Fusion f;
+      f.parts = {rq, *rk, i, j};
+      const std::set<size_t> inside(f.parts.begin(), f.parts.end());
+      const Tid q_out = *q_rope->outputs[0], k_out = *k_rope->outputs[0];
+      if (!m.flow().read_only_by_any(*rk, k_out, {i, k_write->size_at}) || m.slot_touched(q_out, rq, j, inside) ||
+          m.slot_touched(k_out, *rk, j, {i, k_write->size_at}) || m.slot_touched(k_write->node->dst, i, j, inside) ||
+          !m.inputs_hold_until_last(f.parts))
+        return std::nullopt;
+      const std::optional<Tid> q = q_rope->inputs[0], k = k_rope->inputs[0];
+      f.op = fused_op(
+          "wgml", "RotaryKvWrite",
+          {*q, *k, v_write->node->update, *k_rope->inputs[1], *k_rope->inputs[2], k_write->node->dst, v_write->node->dst}, q_out);
+      f.op.outputs = {q_out, k_out, k_write->node->dst, v_write->node->dst};
+      f.op.attributes = k_rope->attributes;
+      f.op.attributes.push_back({"k_axis", k_write->axis});
+      f.op.attributes.push_back({"v_axis", v_write->axis});
+      f.op.value_attributes = {{"start", start}};
+      f.parts_chain = rotary_parts(p, m, rq, *rk, {*k_write, *v_write});
+      ir::SymSizeNode k_size = std::get<ir::SymSizeNode>(*ir::as_node(m.at(k_write->size_at)));
+      k_size.a = *k;
+      f.rewritten.emplace(k_write->size_at, ir::Instruction(ir::Node(k_size)));
+      return f;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // A temp slot of its own for each of `f`'s relayed outputs; its part writes there too (the parts
 // run where the op's kernel does not fit). Returns the IdCopy for each relay, by its part's place.
 std::map<size_t, ir::Instruction> relay_outputs(ir::Program& p, Fusion& f, std::vector<ir::Instruction>& parts) {
@@ -446,9 +606,11 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
   const ir::Chain main = std::move(p.chains[p.main_chain_idx]);
   std::map<size_t, Fusion*> by_last;
   std::set<size_t> removed;
+  std::map<size_t, ir::Instruction> rewritten_in_place;
   for (Fusion& f : fusions) {
     by_last[f.at_first ? f.parts.front() : f.parts.back()] = &f;
     removed.insert(f.parts.begin(), f.parts.end());
+    rewritten_in_place.merge(f.rewritten);
   }
   std::map<size_t, ir::Instruction> relays;
   ir::Chain rewritten;
@@ -460,6 +622,10 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
       for (size_t k : f.parts) {
         parts.instructions.push_back(main.instructions[k]);
         parts.origins.push_back(origin(k));
+      }
+      if (!f.parts_chain.empty()) {
+        parts.instructions = std::move(f.parts_chain);
+        parts.origins.assign(parts.instructions.size(), origin(i));
       }
       relays.merge(relay_outputs(p, f, parts.instructions));
       f.op.parts_chain = static_cast<uint32_t>(p.chains.size());
@@ -475,10 +641,26 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
       continue;
     }
     if (removed.count(i)) continue;
-    rewritten.instructions.push_back(main.instructions[i]);
+    const auto in_place = rewritten_in_place.find(i);
+    rewritten.instructions.push_back(in_place != rewritten_in_place.end() ? std::move(in_place->second) : main.instructions[i]);
     rewritten.origins.push_back(origin(i));
   }
   p.chains[p.main_chain_idx] = std::move(rewritten);
+}
+
+// The second stage, over the chain the first made: each layer's RoPEs and cache writes.
+size_t fuse_rotary_kv_writes(ir::Program& p) {
+  const std::vector<ir::Instruction>& chain = p.chains[p.main_chain_idx].instructions;
+  const DefUse flow(p, chain);
+  Matcher m(chain, flow);
+  std::vector<Fusion> fusions;
+  for (size_t j = 0; j < chain.size(); ++j)
+    if (std::optional<Fusion> f = match_rotary_kv_write(p, m, j)) {
+      m.claim(f->parts);
+      fusions.push_back(std::move(*f));
+    }
+  apply(p, fusions);
+  return fusions.size();
 }
 
 }  // namespace
@@ -532,6 +714,7 @@ FusionCounts fuse_instructions(ir::Program& p) {
   }
   for (const Fusion& f : fusions) counts.gated_product += f.op.op_type == "QuantizedMatmul" && f.op.inputs.size() > kUpInput;
   apply(p, fusions);
+  counts.rotary_kv_write = fuse_rotary_kv_writes(p);
   return counts;
 }
 

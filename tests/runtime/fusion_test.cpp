@@ -60,9 +60,11 @@ TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
   EXPECT_EQ(counts.residual_product, 4u);
   EXPECT_EQ(counts.cache_attention, 2u);
   EXPECT_EQ(counts.swiglu, 2u);
+  // Then each layer's two RotateHalf ops and its k and v cache writes as one op.
+  EXPECT_EQ(counts.rotary_kv_write, 2u);
   const auto& main = p.chains[p.main_chain_idx].instructions;
-  EXPECT_EQ(main.size(), before - 4 * 6 - 4 * 1 - 2 * 2 - 2 * 3);
-  const std::map<std::string, size_t> parts_of = {{"RotateHalf", 7}, {"Addmm", 2}, {"Sdpa", 3}, {"MatmulSwiGlu", 4}};
+  EXPECT_EQ(main.size(), before - 4 * 6 - 4 * 1 - 2 * 2 - 2 * 3 - 2 * 3);
+  const std::map<std::string, size_t> parts_of = {{"RotaryKvWrite", 8}, {"Addmm", 2}, {"Sdpa", 3}, {"MatmulSwiGlu", 4}};
   size_t fused = 0;
   for (const auto& i : main) {
     const auto* op = std::get_if<wgml::ir::OnnxOp>(&i);
@@ -72,7 +74,7 @@ TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
     const size_t parts = p.chains.at(*op->parts_chain).instructions.size();
     EXPECT_EQ(parts, parts_of.at(op->op_type)) << op->domain << "." << op->op_type;
   }
-  EXPECT_EQ(fused, 12u);
+  EXPECT_EQ(fused, 10u);
 }
 
 TEST(Fusion, TheMlpsOfAFourBitLlamaExportFuseGateUpAndSwiGlu) {
@@ -326,6 +328,98 @@ TEST(Fusion, AnAddmmWithABiasOrAScaleIsLeftAlone) {
     wgml::ir::Program p = program_of({instruction(mm), instruction(wgml::ir::AddNode{Tid{2}, Tid{3}, Tid{4}})}, {4});
     EXPECT_EQ(wgml::runtime::fuse_instructions(p).residual_product, 0u);
   }
+}
+
+using wgml::ir::Vid;
+
+wgml::ir::IntOrVid value(uint32_t v) { return wgml::ir::IntOrVid{0, Vid{v}, true}; }
+
+// RoPE of x with cos (slot 1) and sin (2) as rope() above, its temps from slot t on, into `out`.
+std::vector<wgml::ir::Instruction> rope_of(Tid x, uint32_t t, Tid out) {
+  return {instruction(wgml::ir::MultiplyNode{x, Tid{1}, Tid{t}}),
+          instruction(wgml::ir::SliceNode{x, Tid{t + 1}, literal(3), literal(0), literal(2), 1}),
+          instruction(wgml::ir::SliceNode{x, Tid{t + 2}, literal(3), literal(2), literal(INT64_MAX), 1}),
+          instruction(wgml::ir::NegNode{Tid{t + 2}, Tid{t + 2}}),
+          instruction(wgml::ir::ConcatenateNode{{Tid{t + 2}, Tid{t + 1}}, Tid{t + 3}, -1}),
+          instruction(wgml::ir::MultiplyNode{Tid{t + 3}, Tid{2}, Tid{t + 4}}),
+          instruction(wgml::ir::AddNode{Tid{t}, Tid{t + 4}, out})};
+}
+
+// One attention layer's prologue as a Llama export writes it: q (slot 0) and k (10) rotated into
+// 20 and 21, then k' and v (11) written into the caches (mutable buffers 12 and 13) along axis 2
+// from the position in value slot 0, each up to it plus SymSize(update, 2) (value slots 1 to 4).
+wgml::ir::Program rotary_kv_writes(std::vector<wgml::ir::Instruction> between = {}) {
+  std::vector<wgml::ir::Instruction> chain = rope_of(Tid{0}, 30, Tid{20});
+  for (auto& i : rope_of(Tid{10}, 40, Tid{21})) chain.push_back(std::move(i));
+  for (auto& i : between) chain.push_back(std::move(i));
+  for (const auto& [update, cache, size, stop] : {std::tuple{21u, 12u, 1u, 2u}, std::tuple{11u, 13u, 3u, 4u}}) {
+    chain.push_back(instruction(wgml::ir::SymSizeNode{Tid{update}, 2, Vid{size}}));
+    chain.push_back(instruction(wgml::ir::AddIntNode{value(0), value(size), Vid{stop}}));
+    chain.push_back(
+        instruction(wgml::ir::SliceUpdateNode{Tid{cache}, Tid{update}, Tid{cache}, literal(2), value(0), value(stop), 1}));
+  }
+  wgml::ir::Program p = program_of(std::move(chain), {20});
+  p.num_temp_tensors = 48;
+  p.num_values = 5;
+  for (uint32_t cache : {12u, 13u}) p.mutable_buffers.push_back(wgml::ir::Slot{cache, wgml::ir::SlotType::Tensor});
+  return p;
+}
+
+TEST(Fusion, RotationsAndCacheWritesOfALayerFuseIntoOneOpAtTheLastWrite) {
+  wgml::ir::Program p = rotary_kv_writes();
+  const wgml::runtime::FusionCounts counts = wgml::runtime::fuse_instructions(p);
+  EXPECT_EQ(counts.rotate_half, 2u);
+  EXPECT_EQ(counts.rotary_kv_write, 1u);
+  // The value arithmetic stays; k's extent is read from k, which k' has the shape of.
+  EXPECT_EQ(names(p), (std::vector<std::string>{"SymSizeNode", "AddIntNode", "SymSizeNode", "AddIntNode", "wgml.RotaryKvWrite"}));
+  EXPECT_EQ(std::get<wgml::ir::SymSizeNode>(std::get<wgml::ir::Node>(p.chains[0].instructions[0])).a.idx, 10u);
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[4]);
+  std::vector<uint32_t> inputs, outputs;
+  for (const auto& t : op.inputs) inputs.push_back(t->idx);
+  for (const auto& t : op.outputs) outputs.push_back(t->idx);
+  EXPECT_EQ(inputs, (std::vector<uint32_t>{0, 10, 11, 1, 2, 12, 13}));
+  EXPECT_EQ(outputs, (std::vector<uint32_t>{20, 21, 12, 13}));
+  ASSERT_EQ(op.value_attributes.size(), 1u);
+  EXPECT_EQ(op.value_attributes[0].first, "start");
+  EXPECT_EQ(op.value_attributes[0].second.idx, 0u);
+  ASSERT_NE(op.attribute("k_axis"), nullptr);
+  EXPECT_EQ(std::get<int64_t>(*op.attribute("k_axis")), 2);
+  EXPECT_EQ(std::get<int64_t>(*op.attribute("half")), 2);
+  // The parts recompute each write's stop into value slots of their own (5 to 8).
+  ASSERT_TRUE(op.parts_chain);
+  const auto& parts = p.chains.at(*op.parts_chain).instructions;
+  ASSERT_EQ(parts.size(), 8u);
+  EXPECT_EQ(wgml::ir::instruction_name(parts[0]), "wgml.RotateHalf");
+  EXPECT_EQ(wgml::ir::instruction_name(parts[1]), "wgml.RotateHalf");
+  EXPECT_EQ(p.num_values, 9u);
+  const auto& k_write = std::get<wgml::ir::SliceUpdateNode>(std::get<wgml::ir::Node>(parts[4]));
+  EXPECT_EQ(k_write.stop.vid.idx, 6u);
+  EXPECT_EQ(std::get<wgml::ir::AddIntNode>(std::get<wgml::ir::Node>(parts[3])).b.vid.idx, 5u);
+  EXPECT_EQ(std::get<wgml::ir::SliceUpdateNode>(std::get<wgml::ir::Node>(parts[7])).stop.vid.idx, 8u);
+}
+
+TEST(Fusion, CacheWritesAtTwoStartsOrUpToAnotherStopAreLeftAlone) {
+  wgml::ir::Program other_start = rotary_kv_writes();
+  auto& v_write = std::get<wgml::ir::SliceUpdateNode>(std::get<wgml::ir::Node>(other_start.chains[0].instructions.back()));
+  v_write.start = value(4);
+  EXPECT_EQ(wgml::runtime::fuse_instructions(other_start).rotary_kv_write, 0u);
+  // v's stop counts its extent along axis 1, not the axis it writes.
+  wgml::ir::Program other_axis = rotary_kv_writes();
+  auto& size = other_axis.chains[0].instructions[other_axis.chains[0].instructions.size() - 3];
+  std::get<wgml::ir::SymSizeNode>(std::get<wgml::ir::Node>(size)).dim = 1;
+  EXPECT_EQ(wgml::runtime::fuse_instructions(other_axis).rotary_kv_write, 0u);
+}
+
+TEST(Fusion, ARotationReadOrAStartChangedBeforeTheWritesKeepsThemApart) {
+  // q' read before the writes: it cannot be made at the v write's place.
+  wgml::ir::Program read = rotary_kv_writes({instruction(wgml::ir::NegNode{Tid{20}, Tid{22}})});
+  read.outputs.push_back(wgml::ir::Slot{22, wgml::ir::SlotType::Tensor});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(read).rotary_kv_write, 0u);
+  // The start written between the k and v writes (each still start + extent at its own write).
+  wgml::ir::Program moved = rotary_kv_writes();
+  auto& chain = moved.chains[0].instructions;
+  chain.insert(chain.end() - 3, instruction(wgml::ir::AddIntNode{value(0), literal(1), Vid{0}}));
+  EXPECT_EQ(wgml::runtime::fuse_instructions(moved).rotary_kv_write, 0u);
 }
 
 }  // namespace
