@@ -247,7 +247,8 @@ std::vector<OpProfile> Session::Impl::placement_ops(ProfileTotals& totals) {
     if (count == seen) continue;
     const double ms = placement.host_ms.at(op) - placement_seen.host_ms[op];
     totals.host_ms += ms;
-    out.push_back({op, "host", count - seen, ms, "positions or shape arithmetic from values the host holds: computed there"});
+    out.push_back(
+        {op, "host", count - seen, ms, "positions, shape arithmetic or a few floats made from them on the host: computed there"});
   }
   for (const auto& [op, count] : placement.views) {
     const uint64_t seen = placement_seen.views[op];

@@ -515,7 +515,7 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
 // Whether the node computes positions or shape arithmetic from values the host holds: its inputs
 // are at most kHostElements integers all on the host, or it has none and makes integers from its
 // attributes (ARange, Full). Such values are read back by ItemInt nodes, and a GPU kernel for them
-// would cost a round trip; floats always go to the GPU, where the model's arithmetic is.
+// would cost a round trip.
 bool computes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
   int64_t elements = 0;
   for (const auto& [name, t] : r.inputs) {
@@ -536,6 +536,23 @@ bool computes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
   return !r.outputs.empty();
 }
 
+// Whether the node computes a few floats from values the host made this run (RoPE's cos and sin
+// rows from the cache positions: a dozen dispatches of a few dozen values each, every step): its
+// inputs are all on the host, kHostElements at most in all, none a program input (floats the model
+// is given are its arithmetic, which runs on the device) and some a temp (made by an earlier
+// instruction there; constants alone fold at load).
+bool computes_from_host_values(const ExecContext& ctx, const NodeRequest& r) {
+  int64_t elements = 0;
+  bool made_on_host = false;
+  for (const auto& [name, t] : r.inputs) {
+    const ir::TensorClass made_as = ctx.program().tensor_class(r.input_slots.at(name));
+    if (!TensorDeviceAccess::has_host_bytes(t) || made_as == ir::TensorClass::Input) return false;
+    made_on_host = made_on_host || made_as == ir::TensorClass::Temp;
+    elements += t.numel();
+  }
+  return made_on_host && elements <= kHostElements;
+}
+
 template <class N>
 void run_node(const ir::Node& node, ExecContext& ctx) {
   const auto& state = ctx.backend_state<WebGpuState>();
@@ -548,7 +565,8 @@ void run_node(const ir::Node& node, ExecContext& ctx) {
   NodeRequest r;
   FieldCollector collect(ctx, r);
   ir::for_each_field(std::get<N>(node), collect);
-  if (state.small_values_on_host && r.unadaptable.empty() && computes_host_indices(ctx, r)) {
+  if (state.small_values_on_host && r.unadaptable.empty() &&
+      (computes_host_indices(ctx, r) || computes_from_host_values(ctx, r))) {
     ++state.placement->on_host[op];
     r.inputs.clear();
     timed(state.placement->host_ms[op], [&] { state.cpu->find(N::kUnionId)(node, ctx); });

@@ -277,5 +277,41 @@ TEST_F(WebGpuBackendTest, ADecompositionIntoOpsWithoutSpecsIsAnError) {
               ::testing::HasSubstr("mlx.Sort: decompositions.Sort.steps[0]: 'Argsort' has no kernel spec"));
 }
 
+// Positions (an int input) cast to floats and their cosines: a few floats made from values the
+// host holds are computed there (RoPE's rows every decode step), while the cosines of a float
+// input, which is the model's arithmetic, run on the GPU.
+TEST_F(WebGpuBackendTest, AFewFloatsMadeFromHostValuesAreComputedOnTheHost) {
+  auto model = std::make_shared<ir::Model>();
+  model->path = "host floats";
+  model->format = ir::ModelFormat::Payload;
+  ir::Program& p = model->program;
+  p.num_input_tensors = 2;   // 0: positions, 1: floats
+  p.num_output_tensors = 2;  // 2: cos(float(positions)), 3: cos(floats)
+  p.num_temp_tensors = 1;    // 4: float(positions)
+  p.inputs = {{0, ir::SlotType::Tensor}, {1, ir::SlotType::Tensor}};
+  p.outputs = {{2, ir::SlotType::Tensor}, {3, ir::SlotType::Tensor}};
+  constexpr int8_t kFloat32 = 6;  // ExecuTorch's ScalarType::Float
+  p.chains.push_back(ir::Chain{{ir::Node(ir::AsTypeNode{ir::Tid{0}, ir::Tid{4}, kFloat32}),
+                                ir::Node(ir::CosNode{ir::Tid{4}, ir::Tid{2}}), ir::Node(ir::CosNode{ir::Tid{1}, ir::Tid{3}})},
+                               {}});
+  GpuOptions options;
+  options.small_values_on_host = true;
+  WebGpuBackend gpu(options);
+  Tensor positions(DType::Int32, {3}), floats(DType::Float32, {3});
+  for (int i = 0; i < 3; ++i) {
+    positions.mutable_data_as<int32_t>()[i] = 5 + i;
+    floats.mutable_data_as<float>()[i] = 0.5f * static_cast<float>(i);
+  }
+  const std::vector<Value> out = runtime::Executor(model, gpu).run({positions, floats});
+  EXPECT_EQ(gpu.placement().on_host.count("Cos") ? gpu.placement().on_host.at("Cos") : 0u, 1u);
+  EXPECT_EQ(gpu.placement().on_gpu.count("Cos") ? gpu.placement().on_gpu.at("Cos") : 0u, 1u);
+  const std::vector<float> from_positions = to_floats(std::get<Tensor>(out[0])),
+                           from_floats = to_floats(std::get<Tensor>(out[1]));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(from_positions[i], std::cos(5.0 + i), 1e-6);
+    EXPECT_NEAR(from_floats[i], std::cos(0.5 * i), 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace wgml::backend::webgpu
