@@ -477,6 +477,36 @@ std::optional<Fusion> match_cache_attention(const Matcher& m, size_t at, const i
   return f;
 }
 
+// Dequantize(Take(w, rows), Take(scales, rows), Take(biases, rows)), each Take along axis 0 by one
+// value of one index tensor (a quantized embedding's lookup): mlx.Dequantize of the whole table
+// with `rows`, which reads each gathered row in place of copying it.
+std::optional<Fusion> match_gathered_dequantize(const Matcher& m, size_t at, const ir::DequantizeNode& dq) {
+  if (dq.global_scale) return std::nullopt;
+  Fusion f;
+  std::vector<Tid> tables;
+  std::optional<Tid> rows;
+  std::optional<size_t> rows_writer;
+  for (const std::optional<Tid>& operand : {std::optional(dq.w), std::optional(dq.scales), dq.biases}) {
+    if (!operand) continue;
+    size_t take_at = 0;
+    const auto* take = m.sole_producer<ir::TakeNode>(at, *operand, take_at);
+    if (!take || take->axis != 0 || take->index.kind != ir::IntOrVidOrTid::Tensor) return std::nullopt;
+    const std::optional<size_t> writer = m.writer(take_at, take->index.tid);
+    if (rows && (take->index.tid != *rows || writer != rows_writer)) return std::nullopt;
+    rows = take->index.tid;
+    rows_writer = writer;
+    tables.push_back(take->x);
+    f.parts.push_back(take_at);
+  }
+  f.parts.push_back(at);
+  std::sort(f.parts.begin(), f.parts.end());
+  f.op = fused_op("mlx", "Dequantize", {tables[0], tables[1]}, dq.out);
+  f.op.inputs.insert(f.op.inputs.end(), {dq.biases ? std::optional(tables[2]) : std::nullopt, std::nullopt, rows});
+  f.op.attributes = {{"group_size", int64_t{dq.group_size}}, {"bits", int64_t{dq.bits}}, {"mode", dq.mode}};
+  if (dq.dtype) f.op.attributes.push_back({"dtype", int64_t{*dq.dtype}});
+  return f;
+}
+
 // A KV-cache write `SliceUpdate(cache, update, axis, start, stop)` in place, step 1, whose stop is
 // start + SymSize(update, axis) as exports compute it: the SymSize and AddInt that make it.
 struct CacheWrite {
@@ -682,6 +712,9 @@ FusionCounts fuse_instructions(ir::Program& p) {
       // Before the down projection's Add, which would otherwise take the Silu and Multiply.
       f = match_swiglu(m, i, *product);
       count = &counts.swiglu;
+    } else if (const auto* dq = m.node_at<ir::DequantizeNode>(i)) {
+      f = match_gathered_dequantize(m, i, *dq);
+      count = &counts.gathered_dequantize;
     } else if (const auto* add = m.node_at<ir::AddNode>(i)) {
       f = match_rope(m, i, *add);
       count = &counts.rotate_half;

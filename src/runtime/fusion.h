@@ -26,6 +26,9 @@ struct FusionCounts {
   // Three QuantizedMatmul of one x, weights quantized alike -> wgml.QuantizedProducts (a Llama
   // attention's q, k and v projections), at the place of the first
   size_t products = 0;
+  // Dequantize(Take(w, i), Take(scales, i), Take(biases, i)) -> mlx.Dequantize of the tables with
+  // `rows` i (a quantized embedding's lookup)
+  size_t gathered_dequantize = 0;
   // RotateHalf(q), RotateHalf(k) and the k and v cache writes at one start, each up to start +
   // its extent -> wgml.RotaryKvWrite (a second stage, over the RotateHalf ops the first made)
   size_t rotary_kv_write = 0;

@@ -422,4 +422,38 @@ TEST(Fusion, ARotationReadOrAStartChangedBeforeTheWritesKeepsThemApart) {
   EXPECT_EQ(wgml::runtime::fuse_instructions(moved).rotary_kv_write, 0u);
 }
 
+wgml::ir::IntOrVidOrTid index_tensor(uint32_t t) {
+  return wgml::ir::IntOrVidOrTid{0, {}, Tid{t}, wgml::ir::IntOrVidOrTid::Tensor};
+}
+
+// A 4-bit embedding's lookup: rows of the table (slot 0), its scales (1) and biases (2) taken by the
+// ids in slot 3 (into 5, 6, 7), dequantized into slot 4.
+std::vector<wgml::ir::Instruction> embedding_lookup(uint32_t biases_ids = 3) {
+  return {instruction(wgml::ir::TakeNode{Tid{0}, Tid{5}, index_tensor(3), 0}),
+          instruction(wgml::ir::TakeNode{Tid{1}, Tid{6}, index_tensor(3), 0}),
+          instruction(wgml::ir::TakeNode{Tid{2}, Tid{7}, index_tensor(biases_ids), 0}),
+          instruction(wgml::ir::DequantizeNode{Tid{5}, Tid{6}, Tid{4}, Tid{7}, 64, 4, "affine", std::nullopt, std::nullopt})};
+}
+
+TEST(Fusion, AQuantizedEmbeddingsLookupDequantizesTheGatheredRowsInOneOp) {
+  wgml::ir::Program p = program_of(embedding_lookup(), {4});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).gathered_dequantize, 1u);
+  ASSERT_EQ(names(p), std::vector<std::string>{"mlx.Dequantize"});
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[0]);
+  ASSERT_EQ(op.inputs.size(), 5u);  // w, scales, biases, global_scale, rows
+  EXPECT_EQ(op.inputs[0]->idx, 0u);
+  EXPECT_EQ(op.inputs[1]->idx, 1u);
+  EXPECT_EQ(op.inputs[2]->idx, 2u);
+  EXPECT_FALSE(op.inputs[3]);
+  EXPECT_EQ(op.inputs[4]->idx, 3u);
+  EXPECT_EQ(op.outputs.at(0)->idx, 4u);
+  EXPECT_EQ(p.chains.at(*op.parts_chain).instructions.size(), 4u);
+}
+
+TEST(Fusion, RowsTakenByDifferentIdsAreNoLookup) {
+  wgml::ir::Program p = program_of(embedding_lookup(8), {4});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).gathered_dequantize, 0u);
+  EXPECT_EQ(p.chains[0].instructions.size(), 4u);
+}
+
 }  // namespace

@@ -1,7 +1,8 @@
 // Products fused at load (runtime/fusion.h) on the GPU: a Llama MLP's gate and up projections and
 // their SwiGLU as one kernel (wgml.QuantizedSwiGlu, wgml.MatmulSwiGlu) give what the four
 // instructions they replace give: to the bit against those instructions' own GPU kernels, and
-// within rounding against the CPU reference, which never fuses.
+// within rounding against the CPU reference, which never fuses. Also a quantized embedding's
+// lookup (three Takes and a Dequantize) as one Dequantize of the gathered rows.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -273,6 +274,35 @@ TEST_F(FusedProductsTest, AnAddmmMlpRunsFusedOnTheGpuAndMatchesTheCpuReference) 
       expect_gpu_fuses_and_matches_cpu(backend(), mlp_model(products, 3), inputs, "wgml.MatmulSwiGlu",
                                        std::string(dtype_name(t)) + " m=" + std::to_string(m));
     }
+}
+
+// A 4-bit embedding's lookup: Take(w, ids), Take(scales, ids), Take(biases, ids) then Dequantize,
+// the ids an input (slot 3), the tables inputs 0-2, the rows out in slot 4.
+std::shared_ptr<ir::Model> lookup_model() {
+  std::vector<ir::Instruction> chain;
+  for (uint32_t t = 0; t < 3; ++t)
+    chain.emplace_back(
+        ir::Node(ir::TakeNode{ir::Tid{t}, ir::Tid{5 + t}, ir::IntOrVidOrTid{0, {}, ir::Tid{3}, ir::IntOrVidOrTid::Tensor}, 0}));
+  chain.emplace_back(
+      ir::Node(ir::DequantizeNode{ir::Tid{5}, ir::Tid{6}, ir::Tid{4}, ir::Tid{7}, 32, 4, "affine", std::nullopt, std::nullopt}));
+  auto model = products_model(std::move(chain), 4);
+  model->program.num_output_tensors = 1;
+  model->program.outputs.resize(1);
+  model->program.num_temp_tensors = 3;
+  return model;
+}
+
+TEST_F(FusedProductsTest, AQuantizedEmbeddingsLookupRunsAsOneDequantizeAndMatchesTheCpuReference) {
+  std::mt19937 rng(17);
+  const int64_t vocab = 50, k = 128;
+  for (DType t : {DType::Float32, DType::BFloat16}) {
+    Tensor ids(DType::Int64, {1, 3});
+    for (int64_t i = 0; i < 3; ++i) ids.mutable_data_as<int64_t>()[i] = (17 * i + 5) % vocab;
+    const std::vector<Tensor> inputs = {testing::random_tensor(DType::UInt32, {vocab, k / 8}, rng),
+                                        random_floats(t, {vocab, k / 32}, 0.02f, rng),
+                                        random_floats(t, {vocab, k / 32}, 0.1f, rng), ids};
+    expect_gpu_fuses_and_matches_cpu(backend(), lookup_model(), inputs, "mlx.Dequantize", std::string(dtype_name(t)));
+  }
 }
 
 }  // namespace
