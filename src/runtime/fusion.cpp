@@ -123,7 +123,7 @@ struct Fusion {
   bool at_first = false;
   std::vector<Relay> relays;
   // The parts chain when it is not the parts themselves (value slots of its own), and main-chain
-  // instructions outside the pattern rewritten in place (by their index).
+  // instructions rewritten in place (by their index; at a part's place, emitted there instead).
   std::vector<ir::Instruction> parts_chain;
   std::map<size_t, ir::Instruction> rewritten;
 };
@@ -152,14 +152,15 @@ class Matcher {
   // Whether the pattern `parts` (ascending) can run at its last instruction: each value it reads
   // from outside is still in its slot there (no instruction outside the pattern writes that slot
   // in between).
-  bool inputs_hold_until_last(const std::vector<size_t>& parts) const {
+  // `relayed`: a read (part, slot) left out, whose value the caller copies aside at that part.
+  bool inputs_hold_until_last(const std::vector<size_t>& parts, std::optional<std::pair<size_t, Tid>> relayed = {}) const {
     const std::set<size_t> inside(parts.begin(), parts.end());
     bool hold = true;
     for (size_t k : parts)
       ir::visit_slots(
           chain_[k],
           [&](Tid t, FieldRole role, std::string_view) {
-            if (role == FieldRole::Write) return;
+            if (role == FieldRole::Write || (relayed && relayed->first == k && relayed->second == t)) return;
             const std::optional<size_t> w = flow_.writer(k, t);
             if (w && *w != kBeforeChain && inside.count(*w)) return;  // made inside the pattern
             for (size_t between = k + 1; between < parts.back(); ++between)
@@ -203,6 +204,12 @@ class Matcher {
     for (size_t i = before; i-- > after;)
       if (has_body_chains(chain_[i]) || writes_value(chain_[i], v)) return i;
     return std::nullopt;
+  }
+  // Whether an instruction in (after, before), outside `parts`, writes tensor slot t.
+  bool written_between(Tid t, size_t after, size_t before, const std::set<size_t>& parts) const {
+    for (size_t i = after + 1; i < before; ++i)
+      if (!parts.count(i) && writes(i, t)) return true;
+    return false;
   }
   const ir::Instruction& at(size_t i) const { return chain_[i]; }
   const DefUse& flow() const { return flow_; }
@@ -548,9 +555,9 @@ constexpr size_t kRotaryWindow = 12;
 // The parts chain of a rotary KV write: the two RotateHalf ops, then each cache write after a
 // SymSize and AddInt of its own that recompute its stop into fresh value slots (the main chain's
 // may hold other values by the fused op's place).
-std::vector<ir::Instruction> rotary_parts(ir::Program& p, const Matcher& m, size_t rq, size_t rk,
+std::vector<ir::Instruction> rotary_parts(ir::Program& p, const Matcher& m, const ir::OnnxOp& q_rope, size_t rk,
                                           const std::array<CacheWrite, 2>& writes) {
-  std::vector<ir::Instruction> parts = {m.at(rq), m.at(rk)};
+  std::vector<ir::Instruction> parts = {q_rope, m.at(rk)};
   for (const CacheWrite& w : writes) {
     const ir::Vid size{p.num_values++}, stop{p.num_values++};
     ir::SymSizeNode sym = std::get<ir::SymSizeNode>(*ir::as_node(m.at(w.size_at)));
@@ -592,18 +599,28 @@ std::optional<Fusion> match_rotary_kv_write(ir::Program& p, const Matcher& m, si
       const Tid q_out = *q_rope->outputs[0], k_out = *k_rope->outputs[0];
       if (!m.flow().read_only_by_any(*rk, k_out, {i, k_write->size_at}) || m.slot_touched(q_out, rq, j, inside) ||
           m.slot_touched(k_out, *rk, j, {i, k_write->size_at}) || m.slot_touched(k_write->node->dst, i, j, inside) ||
-          !m.inputs_hold_until_last(f.parts))
+          !m.inputs_hold_until_last(f.parts, std::pair(rq, *q_rope->inputs[0])))
         return std::nullopt;
-      const std::optional<Tid> q = q_rope->inputs[0], k = k_rope->inputs[0];
+      // q overwritten before the v write (the first layer reads the cache position into its slot):
+      // copied aside at its RotateHalf's place, where the op and its parts read it.
+      Tid q = *q_rope->inputs[0];
+      ir::OnnxOp q_part = *q_rope;
+      if (m.written_between(q, rq, j, inside)) {
+        const Tid own{static_cast<uint32_t>(p.num_tensors())};
+        ++p.num_temp_tensors;
+        f.rewritten.emplace(rq, ir::Instruction(ir::Node(ir::IdCopyNode{q, own})));
+        q_part.inputs[0] = q = own;
+      }
+      const std::optional<Tid> k = k_rope->inputs[0];
       f.op = fused_op(
           "wgml", "RotaryKvWrite",
-          {*q, *k, v_write->node->update, *k_rope->inputs[1], *k_rope->inputs[2], k_write->node->dst, v_write->node->dst}, q_out);
+          {q, *k, v_write->node->update, *k_rope->inputs[1], *k_rope->inputs[2], k_write->node->dst, v_write->node->dst}, q_out);
       f.op.outputs = {q_out, k_out, k_write->node->dst, v_write->node->dst};
       f.op.attributes = k_rope->attributes;
       f.op.attributes.push_back({"k_axis", k_write->axis});
       f.op.attributes.push_back({"v_axis", v_write->axis});
       f.op.value_attributes = {{"start", start}};
-      f.parts_chain = rotary_parts(p, m, rq, *rk, {*k_write, *v_write});
+      f.parts_chain = rotary_parts(p, m, q_part, *rk, {*k_write, *v_write});
       ir::SymSizeNode k_size = std::get<ir::SymSizeNode>(*ir::as_node(m.at(k_write->size_at)));
       k_size.a = *k;
       f.rewritten.emplace(k_write->size_at, ir::Instruction(ir::Node(k_size)));
@@ -670,8 +687,8 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
       rewritten.origins.push_back(origin(i));
       continue;
     }
-    if (removed.count(i)) continue;
     const auto in_place = rewritten_in_place.find(i);
+    if (in_place == rewritten_in_place.end() && removed.count(i)) continue;
     rewritten.instructions.push_back(in_place != rewritten_in_place.end() ? std::move(in_place->second) : main.instructions[i]);
     rewritten.origins.push_back(origin(i));
   }

@@ -398,6 +398,20 @@ TEST(Fusion, RotationsAndCacheWritesOfALayerFuseIntoOneOpAtTheLastWrite) {
   EXPECT_EQ(std::get<wgml::ir::SliceUpdateNode>(std::get<wgml::ir::Node>(parts[7])).stop.vid.idx, 8u);
 }
 
+TEST(Fusion, AQOverwrittenBeforeTheWritesIsCopiedAsideAtItsRotation) {
+  // Slot 0 (q) takes another value before the writes, as the first layer of an export reads the
+  // cache position into q's slot.
+  wgml::ir::Program p = rotary_kv_writes({instruction(wgml::ir::NegNode{Tid{10}, Tid{0}})});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).rotary_kv_write, 1u);
+  EXPECT_EQ(names(p), (std::vector<std::string>{"IdCopyNode", "NegNode", "SymSizeNode", "AddIntNode", "SymSizeNode", "AddIntNode",
+                                                "wgml.RotaryKvWrite"}));
+  EXPECT_EQ(copy_at(p, 0), std::pair(0u, 48u));
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions.back());
+  EXPECT_EQ(op.inputs[0]->idx, 48u);
+  const auto& q_part = std::get<wgml::ir::OnnxOp>(p.chains.at(*op.parts_chain).instructions[0]);
+  EXPECT_EQ(q_part.inputs[0]->idx, 48u);
+}
+
 TEST(Fusion, CacheWritesAtTwoStartsOrUpToAnotherStopAreLeftAlone) {
   wgml::ir::Program other_start = rotary_kv_writes();
   auto& v_write = std::get<wgml::ir::SliceUpdateNode>(std::get<wgml::ir::Node>(other_start.chains[0].instructions.back()));
