@@ -263,16 +263,17 @@ TEST_F(FusedProductsTest, QKVProductsRunFusedOnTheGpuAndMatchTheCpuReference) {
 
 TEST_F(FusedProductsTest, AnAddmmMlpRunsFusedOnTheGpuAndMatchesTheCpuReference) {
   std::mt19937 rng(15);
-  const int64_t k = 96, n = 52;
   std::vector<ir::Instruction> products;
   for (uint32_t s = 0; s < 2; ++s)  // mat2 of the gate (input 1) to slot 4, of up (input 2) to 5
     products.emplace_back(ir::Node(ir::AddmmNode{ir::Tid{0}, ir::Tid{1 + s}, ir::Tid{4 + s}, std::nullopt, 1.0f, 1.0f}));
+  // (rows, k, n): a few K slices each; K deep enough for the GEMV's unrolled loads (16 a slice,
+  // 64 slices from K = 8192) several times, with a tail.
   for (DType t : float_dtypes())
-    for (int64_t m : {1, 3}) {
+    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 96, 52}, {3, 96, 52}, {1, 8200, 24}}) {
       const std::vector<Tensor> inputs = {random_floats(t, {1, m, k}, 1.0f, rng), random_floats(t, {k, n}, 0.3f, rng),
                                           random_floats(t, {k, n}, 0.3f, rng)};
       expect_gpu_fuses_and_matches_cpu(backend(), mlp_model(products, 3), inputs, "wgml.MatmulSwiGlu",
-                                       std::string(dtype_name(t)) + " m=" + std::to_string(m));
+                                       std::string(dtype_name(t)) + " m=" + std::to_string(m) + " k=" + std::to_string(k));
     }
 }
 
