@@ -448,7 +448,7 @@ bool follow_dynamic_attributes(const NodeRequest& r, const kernel::KernelPlan* p
 constexpr int64_t kHostElements = 4096;
 
 // Whether every call with r's input dtypes and shapes goes to the GPU as this one did: some input
-// is no index, or they hold too many elements to be host arithmetic (computes_host_indices).
+// is no index, or they hold too many elements to be host arithmetic (computes_on_host).
 bool gpu_by_signature(const NodeRequest& r) {
   int64_t elements = 0;
   for (const auto& [name, t] : r.inputs) {
@@ -512,17 +512,32 @@ std::optional<std::string> run_on_gpu(ExecContext& ctx, const WebGpuState& state
   return std::nullopt;
 }
 
-// Whether the node computes positions or shape arithmetic from values the host holds: its inputs
-// are at most kHostElements integers all on the host, or it has none and makes integers from its
-// attributes (ARange, Full). Such values are read back by ItemInt nodes, and a GPU kernel for them
-// would cost a round trip.
-bool computes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
+// Whether the node computes on the host, where its inputs (slots) are: positions or shape
+// arithmetic (at most kHostElements integers, which ItemInt nodes read back: a GPU kernel would cost
+// a round trip), or a few floats made from them this run (RoPE's cos and sin rows from the cache
+// position: a dozen dispatches of a few dozen values each, every step). Floats need an input made
+// on the host this run (a temp; constants alone fold at load) and none a program input (floats
+// the model is given are its arithmetic, which runs on the device). Read from the slots, before a
+// request is made: it is decided at every call.
+bool computes_on_host(const ExecContext& ctx, std::span<const ir::Tid> inputs) {
   int64_t elements = 0;
-  for (const auto& [name, t] : r.inputs) {
-    if (!TensorDeviceAccess::has_host_bytes(t) || !is_index_dtype(t.dtype())) return false;
+  bool indices = true, made_on_host = false, given = false;
+  for (const ir::Tid slot : inputs) {
+    const Tensor& t = ctx.tensor(slot);
+    if (!TensorDeviceAccess::has_host_bytes(t)) return false;
+    const ir::TensorClass made_as = ctx.program().tensor_class(slot);
+    indices = indices && is_index_dtype(t.dtype());
+    made_on_host = made_on_host || made_as == ir::TensorClass::Temp;
+    given = given || made_as == ir::TensorClass::Input;
     elements += t.numel();
   }
-  if (!r.inputs.empty()) return elements <= kHostElements;
+  return !inputs.empty() && elements <= kHostElements && (indices || (made_on_host && !given));
+}
+
+// Whether a node without inputs makes integers from its attributes (ARange, Full): host
+// arithmetic as computes_on_host's.
+bool makes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
+  if (!r.inputs.empty() || r.outputs.empty()) return false;
   // Temps carry no metadata; a generator names its dtype in its scalar_type attribute.
   const auto type = r.request.attributes.find("scalar_type");
   const std::optional<DType> made = type != r.request.attributes.end() && type->second.is_int()
@@ -533,24 +548,7 @@ bool computes_host_indices(const ExecContext& ctx, const NodeRequest& r) {
     const std::optional<DType> dtype = meta ? std::optional(meta->dtype) : made;
     if (!dtype || !is_index_dtype(*dtype)) return false;
   }
-  return !r.outputs.empty();
-}
-
-// Whether the node computes a few floats from values the host made this run (RoPE's cos and sin
-// rows from the cache positions: a dozen dispatches of a few dozen values each, every step): its
-// inputs are all on the host, kHostElements at most in all, none a program input (floats the model
-// is given are its arithmetic, which runs on the device) and some a temp (made by an earlier
-// instruction there; constants alone fold at load).
-bool computes_from_host_values(const ExecContext& ctx, const NodeRequest& r) {
-  int64_t elements = 0;
-  bool made_on_host = false;
-  for (const auto& [name, t] : r.inputs) {
-    const ir::TensorClass made_as = ctx.program().tensor_class(r.input_slots.at(name));
-    if (!TensorDeviceAccess::has_host_bytes(t) || made_as == ir::TensorClass::Input) return false;
-    made_on_host = made_on_host || made_as == ir::TensorClass::Temp;
-    elements += t.numel();
-  }
-  return made_on_host && elements <= kHostElements;
+  return true;
 }
 
 template <class N>
@@ -562,16 +560,15 @@ void run_node(const ir::Node& node, ExecContext& ctx) {
   ir::for_each_field(std::get<N>(node), read);
   if (state.bound->launch(ctx, state.gpu, &node, operands)) return;
   const std::string op(spec_op_name(N::kName));
+  const auto on_host = [&] {
+    ++state.placement->on_host[op];
+    timed(state.placement->host_ms[op], [&] { state.cpu->find(N::kUnionId)(node, ctx); });
+  };
+  if (state.small_values_on_host && computes_on_host(ctx, operands.inputs)) return on_host();
   NodeRequest r;
   FieldCollector collect(ctx, r);
   ir::for_each_field(std::get<N>(node), collect);
-  if (state.small_values_on_host && r.unadaptable.empty() &&
-      (computes_host_indices(ctx, r) || computes_from_host_values(ctx, r))) {
-    ++state.placement->on_host[op];
-    r.inputs.clear();
-    timed(state.placement->host_ms[op], [&] { state.cpu->find(N::kUnionId)(node, ctx); });
-    return;
-  }
+  if (state.small_values_on_host && r.unadaptable.empty() && makes_host_indices(ctx, r)) return on_host();
   const auto why_not = run_on_gpu(ctx, state, *state.gpu->engine().find("mlx", op), op, r, {&node, &operands});
   if (why_not) run_on_cpu(state, op, *why_not, [&] { state.cpu->find(N::kUnionId)(node, ctx); });
 }
