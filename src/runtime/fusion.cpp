@@ -122,6 +122,11 @@ struct Fusion {
   ir::OnnxOp op;
   bool at_first = false;
   std::vector<Relay> relays;
+  // Instructions emitted just before the op (a later product's weight transposed again at the
+  // place of the first, into a slot of its own), and ones it leaves dead (the Transposes they
+  // replace), dropped from the chain.
+  std::vector<ir::Instruction> before;
+  std::vector<size_t> dropped;
   // The parts chain when it is not the parts themselves (value slots of its own), and main-chain
   // instructions rewritten in place (by their index; at a part's place, emitted there instead).
   std::vector<ir::Instruction> parts_chain;
@@ -455,6 +460,53 @@ std::optional<Fusion> match_products(const Matcher& m, size_t first_at, const ir
   return f;
 }
 
+// A plain product's weight as it can be read at `first_at`: made before it (a constant, a folded
+// transpose), or made later by a Transpose of such a value, which `f` then makes again there, into
+// a temp slot of its own (exporters reuse the slot in between). nullopt when neither.
+std::optional<Tid> weight_at_first(ir::Program& p, const Matcher& m, size_t at, Tid w, size_t first_at, Fusion& f) {
+  const std::optional<size_t> made = m.writer(at, w);
+  if (!made) return std::nullopt;
+  if (*made == kBeforeChain || *made < first_at) return w;
+  const auto* transpose = m.node_at<ir::TransposeNode>(*made);
+  const std::optional<size_t> source = transpose ? m.writer(*made, transpose->x) : std::nullopt;
+  if (!source || (*source != kBeforeChain && *source >= first_at)) return std::nullopt;
+  ir::TransposeNode again = *transpose;
+  again.out = Tid{static_cast<uint32_t>(p.num_tensors())};
+  ++p.num_temp_tensors;
+  f.before.emplace_back(ir::Node(again));
+  if (m.flow().read_only_by(*made, w, at)) f.dropped.push_back(*made);
+  return again.out;
+}
+
+// Three plain products (Addmm without a bias) of one value of mat1 (a Llama attention's dense q,
+// k and v projections): one wgml.MatmulProducts at the place of the first, as for the quantized
+// ones; a later weight transposed after the first is transposed again there.
+std::optional<Fusion> match_dense_products(ir::Program& p, const Matcher& m, size_t first_at, const ir::AddmmNode& first,
+                                           size_t end) {
+  std::vector<std::pair<size_t, const ir::AddmmNode*>> found = {{first_at, &first}};
+  for (size_t at = first_at + 1; at < std::min(end, first_at + kProductsWindow) && found.size() < 3; ++at) {
+    const auto* mm = m.node_at<ir::AddmmNode>(at);
+    if (mm && !mm->bias && mm->mat1 == first.mat1 && m.writer(at, mm->mat1) == m.writer(first_at, first.mat1))
+      found.emplace_back(at, mm);
+  }
+  if (first.bias || found.size() != 3) return std::nullopt;
+  Fusion f;
+  f.op = fused_op("wgml", "MatmulProducts", {first.mat1}, first.out);
+  for (const auto& [at, mm] : found) {
+    const std::optional<Tid> weight = weight_at_first(p, m, at, mm->mat2, first_at, f);
+    if (!weight) return std::nullopt;
+    ir::AddmmNode part = *mm;
+    part.mat2 = *weight;
+    f.parts.push_back(at);
+    f.parts_chain.emplace_back(ir::Node(part));
+    f.op.inputs.emplace_back(*weight);
+  }
+  f.op.outputs = {first.out, found[1].second->out, found[2].second->out};
+  f.at_first = true;
+  f.relays = {{1, 1}, {2, 2}};
+  return f;
+}
+
 // Sdpa over prefixes of the KV caches, k = Slice(k_cache, axis, 0, n) and v = Slice(v_cache, axis,
 // 0, n) with one bound n (a value slot or a literal): Sdpa reading the caches in place up to n.
 std::optional<Fusion> match_cache_attention(const Matcher& m, size_t at, const ir::SdpaNode& sdpa) {
@@ -640,8 +692,14 @@ std::map<size_t, ir::Instruction> relay_outputs(ir::Program& p, Fusion& f, std::
     ++p.num_temp_tensors;
     const Tid slot = *f.op.outputs[r.output];
     f.op.outputs[r.output] = own;
-    // Relays come from match_products alone, whose parts are QuantizedMatmul nodes.
-    std::get<ir::QuantizedMatmulNode>(std::get<ir::Node>(parts[r.part])).out = own;
+    // Relays come from the products' matchers, whose parts are QuantizedMatmul or Addmm nodes.
+    std::visit(
+        [&](auto& node) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(node)>, ir::QuantizedMatmulNode> ||
+                        std::is_same_v<std::decay_t<decltype(node)>, ir::AddmmNode>)
+            node.out = own;
+        },
+        std::get<ir::Node>(parts[r.part]));
     copies.emplace(f.parts[r.part], ir::Instruction(ir::Node(ir::IdCopyNode{own, slot})));
   }
   return copies;
@@ -657,6 +715,7 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
   for (Fusion& f : fusions) {
     by_last[f.at_first ? f.parts.front() : f.parts.back()] = &f;
     removed.insert(f.parts.begin(), f.parts.end());
+    removed.insert(f.dropped.begin(), f.dropped.end());
     rewritten_in_place.merge(f.rewritten);
   }
   std::map<size_t, ir::Instruction> relays;
@@ -675,6 +734,10 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
         parts.origins.assign(parts.instructions.size(), origin(i));
       }
       relays.merge(relay_outputs(p, f, parts.instructions));
+      for (ir::Instruction& made : f.before) {
+        rewritten.instructions.push_back(std::move(made));
+        rewritten.origins.push_back(origin(i));
+      }
       f.op.parts_chain = static_cast<uint32_t>(p.chains.size());
       f.op.name = "fused from instructions " + std::to_string(f.parts.front()) + " to " + std::to_string(f.parts.back());
       p.chains.push_back(std::move(parts));
@@ -745,14 +808,18 @@ FusionCounts fuse_instructions(ir::Program& p) {
     fusions.push_back(std::move(*f));
     ++*count;
   }
-  // Products of one x that nothing above took (q, k and v).
+  // Products of one x that nothing above took (q, k and v, quantized or dense).
   for (size_t i = 0; i < chain.size(); ++i) {
     const auto* qmm = m.node_at<ir::QuantizedMatmulNode>(i);
-    std::optional<Fusion> f = qmm ? match_products(m, i, *qmm, chain.size()) : std::nullopt;
+    const auto* mm = m.node_at<ir::AddmmNode>(i);
+    std::optional<Fusion> f = qmm  ? match_products(m, i, *qmm, chain.size())
+                              : mm ? match_dense_products(p, m, i, *mm, chain.size())
+                                   : std::nullopt;
     if (!f) continue;
     m.claim(f->parts);
+    m.claim(f->dropped);
     fusions.push_back(std::move(*f));
-    ++counts.products;
+    ++(qmm ? counts.products : counts.dense_products);
   }
   // Gated products a residual Add did not take (their Add comes after them, hence a second pass).
   for (size_t i = 0; i < chain.size(); ++i) {

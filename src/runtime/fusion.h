@@ -26,6 +26,9 @@ struct FusionCounts {
   // Three QuantizedMatmul of one x, weights quantized alike -> wgml.QuantizedProducts (a Llama
   // attention's q, k and v projections), at the place of the first
   size_t products = 0;
+  // Three Addmm without a bias of one mat1 -> wgml.MatmulProducts (dense q, k and v), at the place
+  // of the first (a later weight's Transpose made again there)
+  size_t dense_products = 0;
   // Dequantize(Take(w, i), Take(scales, i), Take(biases, i)) -> mlx.Dequantize of the tables with
   // `rows` i (a quantized embedding's lookup)
   size_t gathered_dequantize = 0;

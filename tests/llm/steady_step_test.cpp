@@ -69,14 +69,15 @@ TEST(SteadyDecodeStep, MakesNoPlanBuildsNoPlanKeyAndFewAllocations) {
   }
   std::printf("a steady step: %llu dispatches, %llu to %llu heap allocations\n", static_cast<unsigned long long>(dispatches),
               static_cast<unsigned long long>(fewest), static_cast<unsigned long long>(most));
-  // Not none yet (435 for 25 dispatches here): each GPU call still makes its output tensors (a
-  // Tensor, its shape, its device data; the fused RoPE and cache writes four of them in one
+  // Not none yet (about 440 for 21 dispatches here): each GPU call still makes its output tensors
+  // (a Tensor, its shape, its device data; the fused RoPE and cache writes four of them in one
   // dispatch), the host runs the step's views, its position arithmetic and RoPE's cos and sin rows
   // with tensors of their own (CPU kernels), and the executor does its bookkeeping. The bound
   // catches GPU calls falling back to the unbound path, which made some 30 more per call (a
-  // request's maps and key strings), and host nodes deciding their place through a request.
+  // request's maps and key strings: over 600 more here), and host nodes deciding their place
+  // through a request (some 100 more).
   EXPECT_GT(dispatches, 0u);
-  EXPECT_LE(most, 20 * dispatches);
+  EXPECT_LE(most, 480u);
 }
 
 }  // namespace

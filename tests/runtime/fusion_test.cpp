@@ -60,11 +60,15 @@ TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
   EXPECT_EQ(counts.residual_product, 4u);
   EXPECT_EQ(counts.cache_attention, 2u);
   EXPECT_EQ(counts.swiglu, 2u);
-  // Then each layer's two RotateHalf ops and its k and v cache writes as one op.
+  // Then each layer's two RotateHalf ops and its k and v cache writes as one op; its q, k and v
+  // projections as one product (each with two relays, and two weights transposed again at its
+  // place in place of the Transposes dropped: as many instructions as before).
   EXPECT_EQ(counts.rotary_kv_write, 2u);
+  EXPECT_EQ(counts.dense_products, 2u);
   const auto& main = p.chains[p.main_chain_idx].instructions;
   EXPECT_EQ(main.size(), before - 4 * 6 - 4 * 1 - 2 * 2 - 2 * 3 - 2 * 3);
-  const std::map<std::string, size_t> parts_of = {{"RotaryKvWrite", 8}, {"Addmm", 2}, {"Sdpa", 3}, {"MatmulSwiGlu", 4}};
+  const std::map<std::string, size_t> parts_of = {
+      {"RotaryKvWrite", 8}, {"Addmm", 2}, {"Sdpa", 3}, {"MatmulSwiGlu", 4}, {"MatmulProducts", 3}};
   size_t fused = 0;
   for (const auto& i : main) {
     const auto* op = std::get_if<wgml::ir::OnnxOp>(&i);
@@ -74,7 +78,7 @@ TEST(Fusion, RopeResidualsAndCacheAttentionOfALlamaExportFuse) {
     const size_t parts = p.chains.at(*op->parts_chain).instructions.size();
     EXPECT_EQ(parts, parts_of.at(op->op_type)) << op->domain << "." << op->op_type;
   }
-  EXPECT_EQ(fused, 10u);
+  EXPECT_EQ(fused, 12u);
 }
 
 TEST(Fusion, TheMlpsOfAFourBitLlamaExportFuseGateUpAndSwiGlu) {
@@ -303,6 +307,35 @@ TEST(Fusion, QKVProductsOfOneXFuseAtTheFirstAndRelayTheLaterOutputs) {
   const auto& parts = p.chains.at(*op.parts_chain).instructions;
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(std::get<wgml::ir::QuantizedMatmulNode>(std::get<wgml::ir::Node>(parts[1])).out.idx, 16u);
+}
+
+// Dense q, k and v of one x (slot 0): weights (constants in slots 1-3) transposed into 4, 5 and 6,
+// k's and v's after q's product (into 10), v's slot used by a Neg of q's product in between.
+std::vector<wgml::ir::Instruction> dense_qkv() {
+  const auto product = [](uint32_t w, uint32_t out) {
+    return instruction(wgml::ir::AddmmNode{Tid{0}, Tid{w}, Tid{out}, std::nullopt, 1.0f, 1.0f});
+  };
+  const auto transpose = [](uint32_t x, uint32_t out) { return instruction(wgml::ir::TransposeNode{Tid{x}, Tid{out}, {1, 0}}); };
+  return {transpose(1, 4), product(4, 10), instruction(wgml::ir::NegNode{Tid{10}, Tid{6}}), transpose(2, 5), product(5, 11),
+          transpose(3, 6), product(6, 12)};
+}
+
+TEST(Fusion, DenseQKVProductsFuseAtTheFirstWithTheLaterWeightsTransposedThere) {
+  wgml::ir::Program p = program_of(dense_qkv(), {10, 11, 12});
+  EXPECT_EQ(wgml::runtime::fuse_instructions(p).dense_products, 1u);
+  EXPECT_EQ(names(p), (std::vector<std::string>{"TransposeNode", "TransposeNode", "TransposeNode", "wgml.MatmulProducts",
+                                                "NegNode", "IdCopyNode", "IdCopyNode"}));
+  const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[3]);
+  std::vector<uint32_t> inputs;
+  for (const auto& t : op.inputs) inputs.push_back(t->idx);
+  EXPECT_EQ(inputs, (std::vector<uint32_t>{0, 4, 16, 17}));  // k's and v's weights in slots of their own
+  const auto& again = std::get<wgml::ir::TransposeNode>(std::get<wgml::ir::Node>(p.chains[0].instructions[2]));
+  EXPECT_EQ(again.x.idx, 3u);
+  EXPECT_EQ(again.out.idx, 17u);
+  // The parts read the weights the op reads.
+  const auto& parts = p.chains.at(*op.parts_chain).instructions;
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(std::get<wgml::ir::AddmmNode>(std::get<wgml::ir::Node>(parts[2])).mat2.idx, 17u);
 }
 
 TEST(Fusion, QKVProductsStayWhereAWeightIsMadeLater) {

@@ -105,6 +105,27 @@ TEST_F(FusedProductsTest, MatmulSwiGluEqualsBothProductsThenSiluAndMultiplyToThe
     }
 }
 
+TEST_F(FusedProductsTest, MatmulProductsEqualTheThreeProductsToTheBit) {
+  std::mt19937 rng(18);
+  const std::array<std::string, 3> suffixes = {"_q", "_k", "_v"};
+  // (rows, k, n of each matrix): one block each; 3 rows and columns not a multiple of a block; an
+  // 8B-like q (8 column groups) beside k and v of 4; K deep enough for the unrolled loads.
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    if (t == DType::Float16 && !gpu()->caps().shader_f16) continue;
+    for (const auto& [m, k, n] : std::vector<std::tuple<int64_t, int64_t, std::array<int64_t, 3>>>{
+             {1, 64, {64, 16, 16}}, {3, 100, {40, 8, 12}}, {1, 40, {4096, 1024, 1024}}, {2, 1100, {64, 16, 16}}}) {
+      Operands o = {{"mat1", random_floats(t, {1, m, k}, 1.0f, rng)}};
+      for (size_t s = 0; s < 3; ++s) o["mat2" + suffixes[s]] = random_floats(t, {k, n[s]}, 0.3f, rng);
+      const std::string what = std::string(dtype_name(t)) + " m=" + std::to_string(m) + " k=" + std::to_string(k);
+      const std::map<std::string, Tensor> outputs = run_plan(gpu(), plan("wgml", "MatmulProducts", request_of(o)), o);
+      for (const std::string& suffix : suffixes)
+        testing::expect_same_tensor(outputs.at("out" + suffix),
+                                    run("mlx", "Addmm", {{"mat1", o.at("mat1")}, {"mat2", o.at("mat2" + suffix)}}),
+                                    what + " out" + suffix);
+    }
+  }
+}
+
 // x [1, m, k] and three 4-bit matrices of `rows` rows each (suffixes _q, _k, _v).
 Operands quantized_triple(DType t, int64_t m, int64_t k, const std::array<int64_t, 3>& rows, int64_t group, std::mt19937& rng) {
   Operands o = {{"x", random_floats(t, {1, m, k}, 1.0f, rng)}};
@@ -274,6 +295,30 @@ TEST_F(FusedProductsTest, AnAddmmMlpRunsFusedOnTheGpuAndMatchesTheCpuReference) 
                                           random_floats(t, {k, n}, 0.3f, rng)};
       expect_gpu_fuses_and_matches_cpu(backend(), mlp_model(products, 3), inputs, "wgml.MatmulSwiGlu",
                                        std::string(dtype_name(t)) + " m=" + std::to_string(m) + " k=" + std::to_string(k));
+    }
+}
+
+TEST_F(FusedProductsTest, DenseQKVProductsRunFusedOnTheGpuAndMatchTheCpuReference) {
+  std::mt19937 rng(19);
+  const int64_t k = 64;
+  const std::array<int64_t, 3> rows = {48, 16, 16};
+  // Weights [n, k] (inputs 1-3) transposed into temps 7-9, as an export reads nn.Linear's weights,
+  // each product of x (input 0) into an output (slots 4-6).
+  std::vector<ir::Instruction> chain;
+  for (uint32_t s = 0; s < 3; ++s) {
+    chain.emplace_back(ir::Node(ir::TransposeNode{ir::Tid{1 + s}, ir::Tid{7 + s}, {1, 0}}));
+    chain.emplace_back(ir::Node(ir::AddmmNode{ir::Tid{0}, ir::Tid{7 + s}, ir::Tid{4 + s}, std::nullopt, 1.0f, 1.0f}));
+  }
+  auto model = products_model(std::move(chain), 4);
+  model->program.num_output_tensors = 3;
+  model->program.outputs.resize(3);
+  model->program.num_temp_tensors = 3;
+  for (DType t : float_dtypes())
+    for (int64_t m : {1, 4}) {
+      std::vector<Tensor> inputs = {random_floats(t, {1, m, k}, 1.0f, rng)};
+      for (int64_t n : rows) inputs.push_back(random_floats(t, {n, k}, 0.3f, rng));
+      expect_gpu_fuses_and_matches_cpu(backend(), model, inputs, "wgml.MatmulProducts",
+                                       std::string(dtype_name(t)) + " m=" + std::to_string(m));
     }
 }
 
