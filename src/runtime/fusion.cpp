@@ -460,27 +460,24 @@ std::optional<Fusion> match_products(const Matcher& m, size_t first_at, const ir
   return f;
 }
 
-// A plain product's weight as it can be read at `first_at`: made before it (a constant, a folded
-// transpose), or made later by a Transpose of such a value, which `f` then makes again there, into
-// a temp slot of its own (exporters reuse the slot in between). nullopt when neither.
-std::optional<Tid> weight_at_first(ir::Program& p, const Matcher& m, size_t at, Tid w, size_t first_at, Fusion& f) {
+// Where a plain product's weight, read at `at`, is made when the product moves to `first_at`:
+// kBeforeChain when it is there already (a constant, a folded transpose), else the place of the
+// Transpose (of a value that is there) that makes it later; nullopt when neither.
+std::optional<size_t> weight_source(const Matcher& m, size_t at, Tid w, size_t first_at) {
   const std::optional<size_t> made = m.writer(at, w);
   if (!made) return std::nullopt;
-  if (*made == kBeforeChain || *made < first_at) return w;
+  if (*made == kBeforeChain || *made < first_at) return kBeforeChain;
   const auto* transpose = m.node_at<ir::TransposeNode>(*made);
   const std::optional<size_t> source = transpose ? m.writer(*made, transpose->x) : std::nullopt;
   if (!source || (*source != kBeforeChain && *source >= first_at)) return std::nullopt;
-  ir::TransposeNode again = *transpose;
-  again.out = Tid{static_cast<uint32_t>(p.num_tensors())};
-  ++p.num_temp_tensors;
-  f.before.emplace_back(ir::Node(again));
-  if (m.flow().read_only_by(*made, w, at)) f.dropped.push_back(*made);
-  return again.out;
+  return made;
 }
 
 // Three plain products (Addmm without a bias) of one value of mat1 (a Llama attention's dense q,
 // k and v projections): one wgml.MatmulProducts at the place of the first, as for the quantized
-// ones; a later weight transposed after the first is transposed again there.
+// ones. A later weight transposed after the first is transposed again there, into a temp slot of
+// its own (exporters reuse the slot in between); the Transpose it replaces is dropped when that
+// product was its only reader.
 std::optional<Fusion> match_dense_products(ir::Program& p, const Matcher& m, size_t first_at, const ir::AddmmNode& first,
                                            size_t end) {
   std::vector<std::pair<size_t, const ir::AddmmNode*>> found = {{first_at, &first}};
@@ -490,16 +487,27 @@ std::optional<Fusion> match_dense_products(ir::Program& p, const Matcher& m, siz
       found.emplace_back(at, mm);
   }
   if (first.bias || found.size() != 3) return std::nullopt;
+  std::vector<size_t> sources;
+  for (const auto& [at, mm] : found) {
+    const std::optional<size_t> source = weight_source(m, at, mm->mat2, first_at);
+    if (!source) return std::nullopt;
+    sources.push_back(*source);
+  }
   Fusion f;
   f.op = fused_op("wgml", "MatmulProducts", {first.mat1}, first.out);
-  for (const auto& [at, mm] : found) {
-    const std::optional<Tid> weight = weight_at_first(p, m, at, mm->mat2, first_at, f);
-    if (!weight) return std::nullopt;
+  for (size_t s = 0; s < found.size(); ++s) {
+    const auto& [at, mm] = found[s];
     ir::AddmmNode part = *mm;
-    part.mat2 = *weight;
+    if (sources[s] != kBeforeChain) {
+      ir::TransposeNode again = std::get<ir::TransposeNode>(*ir::as_node(m.at(sources[s])));
+      again.out = part.mat2 = Tid{static_cast<uint32_t>(p.num_tensors())};
+      ++p.num_temp_tensors;
+      f.before.emplace_back(ir::Node(again));
+      if (m.flow().read_only_by(sources[s], mm->mat2, at)) f.dropped.push_back(sources[s]);
+    }
     f.parts.push_back(at);
     f.parts_chain.emplace_back(ir::Node(part));
-    f.op.inputs.emplace_back(*weight);
+    f.op.inputs.emplace_back(part.mat2);
   }
   f.op.outputs = {first.out, found[1].second->out, found[2].second->out};
   f.at_first = true;
