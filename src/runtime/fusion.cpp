@@ -168,8 +168,7 @@ class Matcher {
             if (role == FieldRole::Write || (relayed && relayed->first == k && relayed->second == t)) return;
             const std::optional<size_t> w = flow_.writer(k, t);
             if (w && *w != kBeforeChain && inside.count(*w)) return;  // made inside the pattern
-            for (size_t between = k + 1; between < parts.back(); ++between)
-              if (!inside.count(between) && writes(between, t)) hold = false;
+            if (written_between(t, k, parts.back(), inside)) hold = false;
           },
           [](ir::Vid, std::string_view) {});
     return hold;
@@ -234,6 +233,13 @@ bool literal(const ir::IntOrVid& v, int64_t& out) {
   if (v.is_vid) return false;
   out = v.literal;
   return true;
+}
+
+// A temp slot no instruction uses yet.
+Tid new_temp_slot(ir::Program& p) {
+  const Tid made{static_cast<uint32_t>(p.num_tensors())};
+  ++p.num_temp_tensors;
+  return made;
 }
 
 ir::OnnxOp fused_op(std::string domain, std::string op_type, std::vector<Tid> inputs, Tid out) {
@@ -326,8 +332,6 @@ std::optional<Gate> match_gate(const Matcher& m, size_t reader, Tid x) {
   return std::nullopt;
 }
 
-// The quantized product of `qmm` written to `out`, with addend `residual` and the gate folded
-// into its x when given.
 // How a QuantizedMatmul's weights are quantized, as the attributes of a fused op that reads them.
 std::vector<ir::OnnxAttribute> quantization_attributes(const ir::QuantizedMatmulNode& qmm) {
   return {{"group_size", int64_t{qmm.group_size}},
@@ -336,6 +340,8 @@ std::vector<ir::OnnxAttribute> quantization_attributes(const ir::QuantizedMatmul
           {"transpose", int64_t{qmm.transpose}}};
 }
 
+// The quantized product of `qmm` written to `out`, with addend `residual` and the gate folded
+// into its x when given.
 ir::OnnxOp quantized_product(const ir::QuantizedMatmulNode& qmm, const std::optional<Gate>& gate, std::optional<Tid> residual,
                              Tid out) {
   ir::OnnxOp op = fused_op("mlx", "QuantizedMatmul", {gate ? gate->gate : qmm.x, qmm.w, qmm.scales}, out);
@@ -500,8 +506,7 @@ std::optional<Fusion> match_dense_products(ir::Program& p, const Matcher& m, siz
     ir::AddmmNode part = *mm;
     if (sources[s] != kBeforeChain) {
       ir::TransposeNode again = std::get<ir::TransposeNode>(*ir::as_node(m.at(sources[s])));
-      again.out = part.mat2 = Tid{static_cast<uint32_t>(p.num_tensors())};
-      ++p.num_temp_tensors;
+      again.out = part.mat2 = new_temp_slot(p);
       f.before.emplace_back(ir::Node(again));
       if (m.flow().read_only_by(sources[s], mm->mat2, at)) f.dropped.push_back(sources[s]);
     }
@@ -666,8 +671,7 @@ std::optional<Fusion> match_rotary_kv_write(ir::Program& p, const Matcher& m, si
       Tid q = *q_rope->inputs[0];
       ir::OnnxOp q_part = *q_rope;
       if (m.written_between(q, rq, j, inside)) {
-        const Tid own{static_cast<uint32_t>(p.num_tensors())};
-        ++p.num_temp_tensors;
+        const Tid own = new_temp_slot(p);
         f.rewritten.emplace(rq, ir::Instruction(ir::Node(ir::IdCopyNode{q, own})));
         q_part.inputs[0] = q = own;
       }
@@ -696,8 +700,7 @@ std::optional<Fusion> match_rotary_kv_write(ir::Program& p, const Matcher& m, si
 std::map<size_t, ir::Instruction> relay_outputs(ir::Program& p, Fusion& f, std::vector<ir::Instruction>& parts) {
   std::map<size_t, ir::Instruction> copies;
   for (const Fusion::Relay& r : f.relays) {
-    const Tid own{static_cast<uint32_t>(p.num_tensors())};
-    ++p.num_temp_tensors;
+    const Tid own = new_temp_slot(p);
     const Tid slot = *f.op.outputs[r.output];
     f.op.outputs[r.output] = own;
     // Relays come from the products' matchers, whose parts are QuantizedMatmul or Addmm nodes.
@@ -733,11 +736,12 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
     if (const auto it = by_last.find(i); it != by_last.end()) {
       Fusion& f = *it->second;
       ir::Chain parts;
-      for (size_t k : f.parts) {
-        parts.instructions.push_back(main.instructions[k]);
-        parts.origins.push_back(origin(k));
-      }
-      if (!f.parts_chain.empty()) {
+      if (f.parts_chain.empty()) {
+        for (size_t k : f.parts) {
+          parts.instructions.push_back(main.instructions[k]);
+          parts.origins.push_back(origin(k));
+        }
+      } else {
         parts.instructions = std::move(f.parts_chain);
         parts.origins.assign(parts.instructions.size(), origin(i));
       }
