@@ -143,7 +143,11 @@ class Generator {
 
   void bind_executorch_program();
   void bind_onnx_decoder(const DecoderConfig& config);
-  std::vector<Value> inputs_for(std::span<const int64_t> tokens) const;
+  std::vector<Value> inputs_for(const Tensor& ids) const;
+  // One call of the program on token ids [1, T]; returns its logits output.
+  Tensor call(const Tensor& ids);
+  template <class MayFeed, class Emit>
+  void decode_greedy(const MayFeed& may_feed, const Emit& emit, const std::vector<int64_t>& made);
   // The positions this generation may fill: options.max_sequence, or the program's context.
   int64_t sequence_limit(const GenerationOptions& options) const;
 

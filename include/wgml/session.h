@@ -147,6 +147,13 @@ class Session {
   // export writes get_max_ctx_len, get_prefill_chunk_size, ...), by name; empty for other formats.
   const std::map<std::string, int64_t>& metadata() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
+  // Greedy decoding's pick: the index of the largest value in the last row (last axis) of
+  // `logits`, NaN above every number and the first among equals (MLX's argmax), as an int64 [1, 1]
+  // tensor. On WebGPU, logits that live on the GPU are picked from there and the token stays there
+  // until read: fed to the next run() as its token ids, the next step is recorded while this one
+  // still runs, and reading it (data()) waits only for the work before it. Throws
+  // wgml::Error(InvalidArgument) for a tensor that is not float or has an empty last axis.
+  Tensor greedy_token(const Tensor& logits);
   // Forgets what earlier runs left in the mutable buffers (a KV cache): they hold what they held
   // after loading.
   void reset();

@@ -7,6 +7,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/webgpu/webgpu_backend.h"
+#include "core/device_data.h"
+#include "core/elements.h"
 #include "core/host_memory.h"
 #include "core/memory_budget.h"
 #include "frontend/load_model.h"
@@ -176,6 +178,19 @@ std::vector<Value> Session::run(const std::vector<Value>& inputs) {
   impl_->wall_unreported_ms += wall;
   impl_->compiles_unreported += last.pipelines_compiled;
   return outputs;
+}
+
+Tensor Session::greedy_token(const Tensor& logits) {
+  if (!logits.defined() || !is_floating(logits.dtype()) || logits.rank() < 1 || logits.shape().back() < 1)
+    throw Error(ErrorCode::InvalidArgument, "greedy_token: expected float logits whose last axis holds at least one value");
+  if (!usable())
+    throw Error(ErrorCode::Runtime, "the session cannot run any more: its WebGPU device was lost (make a new Session)");
+  const MemoryBudget::Scope counted(impl_->memory);
+  if (const auto* gpu = impl_->gpu(); gpu && !TensorDeviceAccess::has_host_bytes(logits)) return gpu->greedy_token(logits);
+  const int64_t row = logits.shape().back();
+  Tensor token(DType::Int64, {1, 1});
+  token.mutable_data_as<int64_t>()[0] = greedy_index(to_floats(logits.flat_range(logits.numel() - row, row)));
+  return token;
 }
 
 void Session::reset() { impl_->executor->reset(); }

@@ -23,6 +23,9 @@ class DeviceData {
   virtual void download_elements(int64_t first, int64_t count, uint8_t* out) const = 0;
   // The device memory this copy holds (for memory profiles).
   virtual uint64_t device_bytes() const = 0;
+  // Starts moving the bytes to the host behind the work recorded so far, so that a download later
+  // waits for that work only (a sampled token read while the next step runs). No-op by default.
+  virtual void start_download() const {}
 };
 
 struct TensorDeviceAccess {

@@ -2,6 +2,7 @@
 // Element-wise access to tensor bytes of any dtype, through double (floats) or int64 (integers).
 // The CPU reference and the runtime's casts use these; they favour clarity over speed.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "wgml/tensor.h"
@@ -24,5 +25,9 @@ Tensor cast(const Tensor& x, DType dtype);
 // second form writes x.numel() floats to `out`.
 std::vector<float> to_floats(const Tensor& x);
 void to_floats(const Tensor& x, float* out);
+
+// Greedy decoding's pick: the index of the largest value, NaN above every number, the first among
+// equals (MLX's argmax; the GPU's wgml.GreedyToken picks the same). -1 when `values` is empty.
+int64_t greedy_index(std::span<const float> values);
 
 }  // namespace wgml

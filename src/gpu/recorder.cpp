@@ -319,6 +319,34 @@ std::vector<std::byte> Recorder::read(const BufferRange& source, std::string_vie
   return out;
 }
 
+Recorder::PendingRead Recorder::start_read(const BufferRange& source, std::string_view op) {
+  check_copy_alignment(source, op, "readback");
+  if (source.size > options_.readback_chunk_bytes)
+    invalid(op, "a readback of " + std::to_string(source.size) + " bytes started ahead (at most " +
+                    std::to_string(options_.readback_chunk_bytes) + ")");
+  traffic_.bytes_read += source.size;
+  PendingRead read{pool_.acquire(source.size, BufferKind::Readback, op), source.size, 0};
+  begin_encoding();
+  end_pass();
+  device_.fn().CommandEncoderCopyBufferToBuffer(encoder_, source.buffer, source.offset, read.staging.handle(), 0, source.size);
+  submit();
+  read.serial = device_.last_submitted();
+  return read;
+}
+
+std::vector<std::byte> Recorder::finish_read(PendingRead& read, std::string_view op) {
+  if (!read.staging) invalid(op, "a readback finished twice");
+  device_.wait(read.serial, op);
+  const api::Functions& fn = device_.fn();
+  map_for_reading(device_, read.staging.handle(), read.size, op);
+  std::vector<std::byte> out(read.size);
+  std::memcpy(out.data(), fn.BufferGetConstMappedRange(read.staging.handle(), 0, read.size), read.size);
+  fn.BufferUnmap(read.staging.handle());
+  read.staging.reset();
+  device_.check(op);
+  return out;
+}
+
 void Recorder::read_chunk(const BufferRange& source, std::byte* out, std::string_view op) {
   PooledBuffer staging = pool_.acquire(source.size, BufferKind::Readback, op);
   begin_encoding();

@@ -64,6 +64,18 @@ class Recorder {
   // multiples of 4), read in steps of at most readback_chunk_bytes.
   std::vector<std::byte> read(const BufferRange& source, std::string_view op);
 
+  // A readback in two halves, for small results the host needs a little later (a sampled token):
+  // start_read() records the copy of `source` after the work recorded so far and submits it;
+  // finish_read() waits for that submission only, not for what was recorded after it, so the GPU
+  // keeps working on later work while the host reads.
+  struct PendingRead {
+    PooledBuffer staging;
+    uint64_t size = 0;
+    uint64_t serial = 0;  // the submission that holds the copy
+  };
+  PendingRead start_read(const BufferRange& source, std::string_view op);
+  std::vector<std::byte> finish_read(PendingRead& read, std::string_view op);
+
   // Submits what has been recorded (nothing happens when nothing was). Validation errors found
   // while recording are thrown here, and the commands are dropped rather than submitted.
   void submit();

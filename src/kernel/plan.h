@@ -35,7 +35,7 @@ struct PlanTensor {
   Shape shape;
   StorageType storage;
   uint64_t gpu_bytes = 0;                 // buffer size (whole u32 words)
-  std::optional<ValueRange> value_range;  // checked on upload
+  std::optional<ValueRange> value_range;  // inputs: checked on upload; outputs: what the kernel guarantees
   std::string alias_of;                   // outputs: the input whose buffer this output shares
   int alias_index = -1;                   // that input's index in KernelPlan::tensors
 };

@@ -209,7 +209,8 @@ class SpecParser {
             {"dtype"});
       else
         r_.keys(body, path,
-                {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "dtypeExpr", "storage", "description"},
+                {"onnx", "dtype", "rank", "shape", "optional", "list", "dtypeAttribute", "dtypeExpr", "storage", "valueRange",
+                 "description"},
                 {"dtype"});
       TensorSpec t;
       t.name = name;

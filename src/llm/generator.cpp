@@ -171,14 +171,14 @@ void Generator::reset() {
   cache_ = empty_cache_;
 }
 
-std::vector<Value> Generator::inputs_for(std::span<const int64_t> tokens) const {
-  const int64_t n = static_cast<int64_t>(tokens.size());
+std::vector<Value> Generator::inputs_for(const Tensor& ids) const {
+  const int64_t n = ids.numel();
   const auto at_position = [&](int64_t i) { return position_ + i; };
   std::vector<Value> inputs;
   for (const InputFeed& input : feeds_) {
     switch (input.feed) {
       case Feed::TokenIds:
-        inputs.emplace_back(int64_tensor({1, n}, [&](int64_t i) { return tokens[i]; }));
+        inputs.emplace_back(ids);
         break;
       case Feed::CachePositions:
         inputs.emplace_back(int64_tensor({n}, at_position));
@@ -200,12 +200,13 @@ std::vector<Value> Generator::inputs_for(std::span<const int64_t> tokens) const 
   return inputs;
 }
 
-std::vector<float> Generator::forward(std::span<const int64_t> tokens) {
-  if (tokens.empty() || static_cast<int64_t>(tokens.size()) > max_tokens_per_call_)
-    throw Error(ErrorCode::InvalidArgument, "generate: a call takes 1 to " + std::to_string(max_tokens_per_call_) +
-                                                " tokens, found " + std::to_string(tokens.size()));
-  const std::vector<Value> outputs = session_.run(inputs_for(tokens));
-  position_ += static_cast<int64_t>(tokens.size());
+Tensor Generator::call(const Tensor& ids) {
+  const int64_t n = ids.numel();
+  if (n < 1 || n > max_tokens_per_call_)
+    throw Error(ErrorCode::InvalidArgument,
+                "generate: a call takes 1 to " + std::to_string(max_tokens_per_call_) + " tokens, found " + std::to_string(n));
+  const std::vector<Value> outputs = session_.run(inputs_for(ids));
+  position_ += n;
   // The presents go back in as they came out: on WebGPU their bytes stay in GPU buffers.
   for (size_t entry = 0; entry < cache_outputs_.size(); ++entry) {
     const Tensor* present = std::get_if<Tensor>(&outputs[cache_outputs_[entry]]);
@@ -217,7 +218,12 @@ std::vector<float> Generator::forward(std::span<const int64_t> tokens) {
   if (!logits || logits->numel() < vocab_size_ || logits->numel() % vocab_size_ != 0)
     throw Error(ErrorCode::Runtime, "generate: output " + std::to_string(logits_output_) +
                                         " is not a whole number of logits rows of " + std::to_string(vocab_size_));
-  return to_floats(logits->flat_range(logits->numel() - vocab_size_, vocab_size_));
+  return *logits;
+}
+
+std::vector<float> Generator::forward(std::span<const int64_t> tokens) {
+  const Tensor logits = call(int64_tensor({1, static_cast<int64_t>(tokens.size())}, [&](int64_t i) { return tokens[i]; }));
+  return to_floats(logits.flat_range(logits.numel() - vocab_size_, vocab_size_));
 }
 
 int64_t Generator::sequence_limit(const GenerationOptions& options) const {
@@ -230,6 +236,37 @@ int64_t Generator::sequence_limit(const GenerationOptions& options) const {
                                                 " positions (max_sequence, --max-seq-len) is beyond the program's context of " +
                                                 std::to_string(max_context_) + " positions");
   return options.max_sequence;
+}
+
+// Greedy decoding one step ahead: each step's token is picked where its logits are
+// (Session::greedy_token) and fed to the next step before the host reads it, so on a GPU the host
+// records step k + 1 while the GPU runs step k. The step fed a token that ends generation (a stop
+// token, the callback's false) is undone: the position steps back, and its cache entry is
+// overwritten by the next token fed there before attention reads it. An ONNX decoder's cache
+// outputs cannot be undone that way; it decodes one step at a time (generate()).
+template <class MayFeed, class Emit>
+void Generator::decode_greedy(const MayFeed& may_feed, const Emit& emit, const std::vector<int64_t>& made) {
+  const auto step = [&](const Tensor& ids) {
+    ++stats_.decode_steps;
+    return session_.greedy_token(call(ids));
+  };
+  Tensor picked;  // the token after made.back(), picked and not read yet; undefined when none is
+  for (;;) {
+    if (!picked.defined()) {
+      if (!may_feed(made.size())) return;
+      picked = step(int64_tensor({1, 1}, [&](int64_t) { return made.back(); }));
+    }
+    const bool ahead = may_feed(made.size() + 1);
+    Tensor next = ahead ? step(picked) : Tensor();
+    if (!emit(picked.data_as<int64_t>()[0])) {
+      if (ahead) {
+        position_ -= 1;
+        --stats_.decode_steps;
+      }
+      return;
+    }
+    picked = std::move(next);
+  }
 }
 
 std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const GenerationOptions& options,
@@ -254,16 +291,8 @@ std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const 
   std::vector<int64_t> made;
   const RunStats before_decode = session_.totals();
   Clock::time_point decode_start = Clock::now();
-  while (static_cast<int64_t>(made.size()) < options.max_new_tokens) {
-    if (!made.empty()) {
-      if (context > 0 && position_ >= context) {
-        stats_.stop_reason = StopReason::ContextFull;
-        break;
-      }
-      logits = forward(std::span<const int64_t>(&made.back(), 1));
-      ++stats_.decode_steps;
-    }
-    const int64_t token = sampler.next(logits);
+  // Takes a new token; false when generation ends with it.
+  const auto emit = [&](int64_t token) {
     made.push_back(token);
     if (made.size() == 1) {
       stats_.first_token_ms = ms_since(start);
@@ -272,12 +301,29 @@ std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const 
     const bool stop = std::find(options.stop_tokens.begin(), options.stop_tokens.end(), token) != options.stop_tokens.end();
     if (on_token && !on_token(token)) {
       stats_.stop_reason = StopReason::Callback;
-      break;
+      return false;
     }
-    if (stop) {
-      stats_.stop_reason = StopReason::StopToken;
-      break;
+    if (stop) stats_.stop_reason = StopReason::StopToken;
+    return !stop;
+  };
+  // Whether another token may be fed; says why not when the context is full.
+  const auto may_feed = [&](size_t tokens_after) {
+    if (static_cast<int64_t>(tokens_after) >= options.max_new_tokens) return false;
+    if (context > 0 && position_ >= context) {
+      stats_.stop_reason = StopReason::ContextFull;
+      return false;
     }
+    return true;
+  };
+  if (options.max_new_tokens > 0 && emit(sampler.next(logits))) {
+    if (options.sampling.temperature == 0 && cache_outputs_.empty())
+      decode_greedy(may_feed, emit, made);
+    else
+      while (may_feed(made.size())) {
+        logits = forward(std::span<const int64_t>(&made.back(), 1));
+        ++stats_.decode_steps;
+        if (!emit(sampler.next(logits))) break;
+      }
   }
   stats_.decode_ms = stats_.decode_steps ? ms_since(decode_start) : 0;
   stats_.decode_totals = session_.totals() - before_decode;

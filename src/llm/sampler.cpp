@@ -2,13 +2,12 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/elements.h"
 #include "wgml/error.h"
 #include "wgml/generator.h"
 
 namespace wgml {
 namespace {
-
-int64_t argmax(std::span<const float> logits) { return std::max_element(logits.begin(), logits.end()) - logits.begin(); }
 
 // Token ids ordered by logit, largest first, cut to top_k (0: all).
 std::vector<int64_t> candidates(std::span<const float> logits, int64_t top_k) {
@@ -30,7 +29,7 @@ Sampler::Sampler(const SamplingOptions& options) : options_(options), random_(op
 
 int64_t Sampler::next(std::span<const float> logits) {
   if (logits.empty()) throw Error(ErrorCode::InvalidArgument, "sampling: an empty logits row");
-  if (options_.temperature == 0) return argmax(logits);
+  if (options_.temperature == 0) return greedy_index(logits);
   const std::vector<int64_t> ids = candidates(logits, options_.top_k);
   std::vector<double> weights(ids.size());
   const double largest = logits[ids[0]];

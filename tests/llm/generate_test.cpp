@@ -231,4 +231,66 @@ TEST(GenerateLoop, SteadyDecodeHoldsAConstantNumberOfBuffers) {
   EXPECT_GT(settled.device_buffers_in_use, 0u);
 }
 
+// Greedy generation picks each token where its logits are and feeds it to the next step before the
+// host reads it (Generator's decode_greedy): the tokens are those of stepping one token at a time
+// and sampling on the host, on both devices; on the GPU a step reads back its 4-byte token alone,
+// never a logits row.
+TEST_P(GenerateFixture, GreedyGenerationAheadGivesTheTokensOfOneStepAtATime) {
+  const Case& c = GetParam();
+  std::string why_not;
+  auto session = open_session(c.name, c.device, why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  wgml::Generator generator(*session);
+  const std::vector<int64_t> prompt = {1, 17, 4, 9};
+  const std::vector<int64_t> ahead = generator.generate(prompt, {.max_new_tokens = 12});
+  const wgml::GenerationStats stats = generator.stats();
+  EXPECT_EQ(stats.decode_steps, 11);
+  EXPECT_EQ(generator.position(), static_cast<int64_t>(prompt.size()) + 11);
+  if (c.device == "webgpu") EXPECT_EQ(stats.decode_totals.bytes_read, 4u * 11u) << "a step read more than its token back";
+
+  generator.reset();
+  std::vector<int64_t> stepped;
+  wgml::Sampler greedy({});
+  std::vector<float> logits = generator.forward(prompt);
+  for (int i = 0; i < 12; ++i) {
+    stepped.push_back(greedy.next(logits));
+    if (i < 11) logits = generator.forward(std::span<const int64_t>(&stepped.back(), 1));
+  }
+  EXPECT_EQ(ahead, stepped);
+}
+
+// The step fed a stop token (or a token the callback refuses) was already recorded when the token
+// was read: it is undone, so the position counts only the tokens fed, and generation resumed from
+// the stop token gives what an unbroken run gives.
+TEST_P(GenerateFixture, AStopUndoesTheStepAlreadyFedAndGenerationResumesUnchanged) {
+  const Case& c = GetParam();
+  std::string why_not;
+  auto session = open_session(c.name, c.device, why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  wgml::Generator generator(*session);
+  const std::vector<int64_t> prompt = {3, 8, 1};
+  const std::vector<int64_t> unbroken = generator.generate(prompt, {.max_new_tokens = 9});
+  ASSERT_EQ(unbroken.size(), 9u);
+
+  generator.reset();
+  wgml::GenerationOptions stop_at_fourth{.max_new_tokens = 9};
+  stop_at_fourth.stop_tokens = {unbroken[3]};
+  const std::vector<int64_t> first = generator.generate(prompt, stop_at_fourth);
+  const auto stop = std::find(unbroken.begin(), unbroken.end(), unbroken[3]);
+  ASSERT_EQ(first, std::vector<int64_t>(unbroken.begin(), stop + 1));
+  EXPECT_EQ(generator.stats().stop_reason, wgml::StopReason::StopToken);
+  EXPECT_EQ(generator.position(), static_cast<int64_t>(prompt.size() + first.size()) - 1);
+  const size_t made = first.size();
+  const std::vector<int64_t> rest =
+      generator.generate(std::span<const int64_t>(&first.back(), 1), {.max_new_tokens = static_cast<int64_t>(9 - made)});
+  EXPECT_EQ(rest, std::vector<int64_t>(unbroken.begin() + static_cast<std::ptrdiff_t>(made), unbroken.end()));
+
+  generator.reset();
+  int calls = 0;
+  const std::vector<int64_t> refused = generator.generate(prompt, {.max_new_tokens = 9}, [&](int64_t) { return ++calls < 2; });
+  EXPECT_EQ(refused, std::vector<int64_t>(unbroken.begin(), unbroken.begin() + 2));
+  EXPECT_EQ(generator.stats().stop_reason, wgml::StopReason::Callback);
+  EXPECT_EQ(generator.position(), static_cast<int64_t>(prompt.size()) + 1);
+}
+
 }  // namespace

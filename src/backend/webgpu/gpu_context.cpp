@@ -89,7 +89,7 @@ std::string request_key(const kernel::KernelSpec& spec, const kernel::KernelRequ
 }
 
 constexpr size_t kMaxCachedPlans = 8192;
-constexpr size_t kMaxPackPlans = 64;  // shapes repacked; a linear search stays cheap
+constexpr size_t kMaxOwnPlans = 64;  // shapes repacked or picked from; a linear search stays cheap
 
 }  // namespace
 
@@ -162,15 +162,16 @@ const gpu::Kernel& GpuContext::add_kernel(const kernel::PlanPass& pass, const gp
   return compiled;
 }
 
-std::shared_ptr<const kernel::KernelPlan> GpuContext::pack_plan(const Shape& shape) {
-  for (const auto& [planned, plan] : pack_plans_)
-    if (planned == shape) return plan;
-  const kernel::KernelSpec* spec = engine_.find("wgml", "PackBfloat16");
+std::shared_ptr<const kernel::KernelPlan> GpuContext::own_plan(std::string_view op, std::string_view input, DType dtype,
+                                                               const Shape& shape) {
+  for (const OwnPlan& planned : own_plans_)
+    if (planned.op == op && planned.dtype == dtype && planned.shape == shape) return planned.plan;
+  const kernel::KernelSpec* spec = engine_.find("wgml", std::string(op));
   if (!spec) return nullptr;
   kernel::KernelRequest request;
-  request.inputs["x"] = kernel::TensorDesc{DType::BFloat16, shape};
-  if (pack_plans_.size() >= kMaxPackPlans) pack_plans_.clear();
-  return pack_plans_.emplace_back(shape, shared_plan(*spec, request)).second;
+  request.inputs[std::string(input)] = kernel::TensorDesc{dtype, shape};
+  if (own_plans_.size() >= kMaxOwnPlans) own_plans_.clear();
+  return own_plans_.emplace_back(OwnPlan{std::string(op), dtype, shape, shared_plan(*spec, request)}).plan;
 }
 
 GpuContext::Counters GpuContext::counters() const {

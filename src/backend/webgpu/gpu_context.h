@@ -65,10 +65,12 @@ class GpuContext {
   // The same plan, shared: it outlives the cache's entry (bound calls keep theirs).
   std::shared_ptr<const kernel::KernelPlan> shared_plan(const kernel::KernelSpec& spec, const kernel::KernelRequest& request);
   size_t cached_plans() const { return plans_.size(); }
-  // wgml.PackBfloat16's plan for a bfloat16 tensor of `shape`, null when the kernels have none:
-  // found by the shape alone, without a plan key, because a decode step repacks a few small
-  // tensors it makes widened (plan_runner.cpp, repacked_on_gpu) every token.
-  std::shared_ptr<const kernel::KernelPlan> pack_plan(const Shape& shape);
+  // The plan of the backend's own one-input op wgml.`op` (PackBfloat16, GreedyToken) for its input
+  // `input` of `dtype` and `shape`, null when the kernels have no such spec: found by dtype and
+  // shape alone, without a plan key, because a decode step runs them every token (a few small
+  // tensors made widened repacked, plan_runner.cpp's repacked_on_gpu; the sampled token).
+  std::shared_ptr<const kernel::KernelPlan> own_plan(std::string_view op, std::string_view input, DType dtype,
+                                                     const Shape& shape);
 
   // The compiled pipeline of a pass, found by the identity of its rendered WGSL (shared through
   // the render cache), so a dispatch neither copies nor hashes the source.
@@ -110,7 +112,13 @@ class GpuContext {
     std::string error;
   };
   std::unordered_map<std::string, CachedPlan> plans_;
-  std::vector<std::pair<Shape, std::shared_ptr<const kernel::KernelPlan>>> pack_plans_;
+  struct OwnPlan {
+    std::string op;
+    DType dtype;
+    Shape shape;
+    std::shared_ptr<const kernel::KernelPlan> plan;
+  };
+  std::vector<OwnPlan> own_plans_;
   uint64_t plans_made_ = 0;
   uint64_t plan_keys_built_ = 0;
   kernel::RenderCache renders_;

@@ -10,11 +10,23 @@
 namespace wgml::backend::webgpu {
 
 GpuTensorData::GpuTensorData(std::shared_ptr<GpuContext> context, std::shared_ptr<gpu::PooledBuffer> buffer,
-                             kernel::StorageType storage, Shape shape)
-    : context_(std::move(context)), buffer_(std::move(buffer)), storage_(std::move(storage)), shape_(std::move(shape)) {}
+                             kernel::StorageType storage, Shape shape, std::optional<kernel::ValueRange> bounds)
+    : context_(std::move(context)),
+      buffer_(std::move(buffer)),
+      storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      bounds_(bounds) {}
+
+void GpuTensorData::start_download() const {
+  const uint64_t bytes = kernel::gpu_buffer_bytes(storage_, shape_numel(shape_));
+  pending_read_ = context_->recorder().start_read(buffer_->range(0, bytes), "read a tensor back");
+}
 
 Tensor GpuTensorData::read_decoded(uint64_t offset, uint64_t bytes, const Shape& shape, std::string_view op) const {
-  const std::vector<std::byte> raw = context_->recorder().read(buffer_->range(offset, bytes), op);
+  const bool started = pending_read_ && offset == 0 && bytes == pending_read_->size;
+  const std::vector<std::byte> raw = started ? context_->recorder().finish_read(*pending_read_, op)
+                                             : context_->recorder().read(buffer_->range(offset, bytes), op);
+  if (started) pending_read_.reset();
   std::vector<uint8_t> words(raw.size());
   std::memcpy(words.data(), raw.data(), raw.size());
   return decode_from_gpu(words, storage_, shape);
@@ -77,7 +89,7 @@ std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& c
                                             const std::optional<kernel::ValueRange>& range) {
   auto existing = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
   if (existing && existing->context() != context.get()) existing.reset();
-  if (existing && !range) {
+  if (existing && (!range || (existing->storage() == storage && existing->known_within(*range)))) {
     if (existing->storage() == storage) return existing;
     if (auto copy = existing->in_storage(storage)) return copy;
   }

@@ -14,8 +14,10 @@ namespace wgml::backend::webgpu {
 
 class GpuTensorData final : public DeviceData {
  public:
+  // `bounds`: a range every element is known to lie in (the kernel that wrote it guarantees it),
+  // which spares an input with a valueRange inside it the check on upload (and its read back).
   GpuTensorData(std::shared_ptr<GpuContext> context, std::shared_ptr<gpu::PooledBuffer> buffer, kernel::StorageType storage,
-                Shape shape);
+                Shape shape, std::optional<kernel::ValueRange> bounds = std::nullopt);
 
   // Reads the buffer back (submitting and waiting for the work recorded so far) and decodes it.
   void download(uint8_t* out, size_t nbytes) const override;
@@ -23,6 +25,9 @@ class GpuTensorData final : public DeviceData {
   void download_elements(int64_t first, int64_t count, uint8_t* out) const override;
   // Its buffer's and the copies' in other storages.
   uint64_t device_bytes() const override;
+  // Records the copy of its bytes to a readback buffer now (Recorder::start_read); the next
+  // download() waits only for the work recorded before this call.
+  void start_download() const override;
 
   const GpuContext* context() const { return context_.get(); }
   const std::shared_ptr<gpu::PooledBuffer>& buffer() const { return buffer_; }
@@ -33,6 +38,10 @@ class GpuTensorData final : public DeviceData {
   // Kernels bound-check against their params, never the binding's length.
   gpu::BufferRange binding() const;
   const kernel::StorageType& storage() const { return storage_; }
+  // Whether every element is known to lie within `range`.
+  bool known_within(const kernel::ValueRange& range) const {
+    return bounds_ && bounds_->min >= range.min && bounds_->max <= range.max;
+  }
 
   // The same value in another storage, made earlier (a quantized weight's scales: widened for the
   // Take of an embedding's rows, packed for the tied lm_head's matmul); null when none was made.
@@ -49,7 +58,9 @@ class GpuTensorData final : public DeviceData {
   std::shared_ptr<gpu::PooledBuffer> buffer_;
   kernel::StorageType storage_;
   Shape shape_;
+  std::optional<kernel::ValueRange> bounds_;
   mutable std::vector<std::shared_ptr<const GpuTensorData>> other_storages_;
+  mutable std::optional<gpu::Recorder::PendingRead> pending_read_;
 };
 
 // A new, uninitialised buffer for `bytes` (at least one word).

@@ -27,7 +27,8 @@ void place_outputs(const std::shared_ptr<GpuContext>& context, const kernel::Ker
     } else {
       buffer = new_buffer(*context, t.gpu_bytes, plan.op);
     }
-    buffers[i] = std::make_shared<const GpuTensorData>(context, std::move(buffer), t.storage, t.shape);
+    buffers[i] = std::make_shared<const GpuTensorData>(context, std::move(buffer), t.storage, t.shape,
+                                                       t.is_output ? t.value_range : std::nullopt);
   }
 }
 
@@ -54,7 +55,7 @@ std::shared_ptr<const GpuTensorData> repacked_on_gpu(const std::shared_ptr<GpuCo
   if (!existing || existing->context() != context.get() || existing->storage().kind != kernel::StorageKind::Widened)
     return nullptr;
   if (auto copy = existing->in_storage(storage)) return copy;
-  const auto plan = context->pack_plan(t.shape());
+  const auto plan = context->own_plan("PackBfloat16", "x", DType::BFloat16, t.shape());
   if (!plan) return nullptr;
   const std::map<std::string, Tensor> packed = run_plan(context, *plan, {{"x", t}});
   auto data = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(packed.at("out")));

@@ -1,7 +1,10 @@
 #include "backend/webgpu/webgpu_backend.h"
 
+#include "backend/webgpu/plan_runner.h"
+#include "core/device_data.h"
 #include "ir/nodes.h"
 #include "runtime/native_ops.h"
+#include "wgml/error.h"
 
 namespace wgml::backend::webgpu {
 
@@ -13,6 +16,14 @@ WebGpuBackend::WebGpuBackend(const GpuOptions& options)
 
 void WebGpuBackend::attach(runtime::ExecContext& ctx) const {
   ctx.set_backend_state(std::make_shared<WebGpuState>(WebGpuState{gpu_, &cpu_.kernels(), &placement_, small_values_on_host_}));
+}
+
+Tensor WebGpuBackend::greedy_token(const Tensor& logits) const {
+  const auto plan = gpu_->own_plan("GreedyToken", "logits", logits.dtype(), logits.shape());
+  if (!plan) throw Error(ErrorCode::Unsupported, "greedy_token: the kernels have no wgml.GreedyToken spec");
+  const Tensor token = run_plan(gpu_, *plan, {{"logits", logits}}).at("token");
+  TensorDeviceAccess::device_data(token)->start_download();
+  return token;
 }
 
 void WebGpuBackend::end_run(runtime::ExecContext&) const {

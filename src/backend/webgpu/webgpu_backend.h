@@ -50,6 +50,10 @@ class WebGpuBackend final : public runtime::Backend {
   void reset_device_peaks() const override;
 
   const std::shared_ptr<GpuContext>& context() const { return gpu_; }
+  // Greedy decoding's pick from the last row of `logits` (wgml.GreedyToken) as an int64 [1, 1]
+  // tensor that stays on the GPU, its read back recorded behind it: fed to the next run as token
+  // ids it is used where it lies, and reading it waits only for the work recorded before it.
+  Tensor greedy_token(const Tensor& logits) const;
   const Placement& placement() const { return placement_; }
 
  private:
