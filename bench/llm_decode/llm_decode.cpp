@@ -3,7 +3,7 @@
 //
 //   llm_decode PROGRAM.mlxg [--device webgpu|cpu] [--adapter SEL] [--past 1024] [--steps 64] [--warmup 4]
 //              [--json OUT] [--profile] [--constants FILE.safetensors] [--seed N] [--copy-mib 256]
-//              [--tunable Op.NAME=V ...]
+//              [--tunable Op.NAME=V ...] [--dispatches-per-submit N] [--ahead]
 //   llm_decode --extract MODEL.pte OUT.mlxg     the MLX delegate payload of an ExecuTorch .pte
 //   llm_decode --list PROGRAM.mlxg              its constants and how they would be drawn
 //   llm_decode --instructions PROGRAM.mlxg      its main chain as WebGPU runs it (fused), slot by slot
@@ -16,7 +16,11 @@
 //
 // Each step is what wgml::Generator::forward does: Session::run on token ids [1, 1] and cache
 // position [p] (the KV cache is zero, which does not change the work: attention covers p + 1 keys),
-// then the last logits row read back as floats. Generator itself cannot start at a position
+// then the last logits row read back as floats. With --ahead, each step is what greedy
+// Generator::generate does instead: the token is picked on the device (Session::greedy_token) and
+// fed to the next step, whose call is made before the host reads the token; a step's time then
+// runs from one token read to the next (the last step's includes waiting for its own token).
+// Generator itself cannot start at a position
 // without a prefill, and a payload of an older export (transformers 5.4-5.23) returns per-layer
 // cache positions before its logits, which only a .pte's method signature drops. After --warmup
 // steps, a second of copies on the same device brings an idle GPU's clock up, then --steps steps
@@ -71,6 +75,7 @@ struct Options {
   uint64_t copy_mib = 256;
   std::vector<std::string> tunables;
   uint32_t dispatches_per_submit = 0;
+  bool ahead = false;
 };
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -78,7 +83,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 const char* const kUsage =
     "usage: llm_decode PROGRAM.mlxg [--device webgpu|cpu] [--adapter SEL] [--past 1024] [--steps 64] [--warmup 4]\n"
     "                  [--json OUT] [--profile] [--constants FILE.safetensors] [--seed N] [--copy-mib 256]\n"
-    "                  [--tunable Op.NAME=V ...] [--dispatches-per-submit N]\n"
+    "                  [--tunable Op.NAME=V ...] [--dispatches-per-submit N] [--ahead]\n"
     "       llm_decode --extract MODEL.pte OUT.mlxg\n"
     "       llm_decode --list PROGRAM.mlxg\n"
     "       llm_decode --instructions PROGRAM.mlxg\n";
@@ -87,8 +92,8 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--profile") {
-      o.profile = true;
+    if (flag == "--profile" || flag == "--ahead") {
+      (flag == "--profile" ? o.profile : o.ahead) = true;
       continue;
     }
     if (flag.rfind("--", 0) != 0) {
@@ -259,6 +264,37 @@ std::vector<float> decode_step(Session& session, size_t logits_index, int64_t vo
 
 int64_t token_at(int64_t step, int64_t vocab) { return (step * 7919 + 13) % vocab; }
 
+// Decode steps one token ahead, as greedy Generator::generate runs them: each step's token is
+// picked on the device and fed to the next step, and is read only after that step's call.
+class AheadDecoder {
+ public:
+  AheadDecoder(Session& session, size_t logits_index) : session_(session), logits_index_(logits_index) {}
+  // One step at `position` from the token picked last (`first_token` at the start); returns once
+  // the previous step's token has been read.
+  void step(int64_t first_token, int64_t position) {
+    Tensor ids = picked_;
+    if (!ids.defined()) {
+      ids = Tensor(DType::Int64, {1, 1});
+      ids.mutable_data_as<int64_t>()[0] = first_token;
+    }
+    Tensor positions(DType::Int64, {1});
+    positions.mutable_data_as<int64_t>()[0] = position;
+    const std::vector<Value> outputs = session_.run({ids, positions});
+    Tensor next = session_.greedy_token(std::get<Tensor>(outputs.at(logits_index_)));
+    finish();
+    picked_ = std::move(next);
+  }
+  // Reads the token picked last (waiting for its step).
+  void finish() {
+    if (picked_.defined()) picked_.data_as<int64_t>();
+  }
+
+ private:
+  Session& session_;
+  size_t logits_index_;
+  Tensor picked_;
+};
+
 nlohmann::json stats_json(const RunStats& s, double per) {
   return {{"plans_made", s.plans_made / per},
           {"plan_keys_built", s.plan_keys_built / per},
@@ -383,12 +419,18 @@ DecodeRun run_decode(const Options& o, const std::string& constants_path) {
               logits, session.outputs().size(), static_cast<long long>(vocab));
   int64_t position = o.past, step = 0;
   std::vector<double> warmup_cpu_ms;
+  AheadDecoder ahead(session, logits);
   const auto timed_steps = [&](int count, std::vector<double>& ms, std::vector<double>& cpu_ms) {
     const RunStats before = session.totals();
     for (int k = 0; k < count; ++k, ++step, ++position) {
       const auto start = Clock::now();
       const double cpu_start = thread_cpu_ms();
-      decode_step(session, logits, vocab, token_at(step, vocab), position);
+      if (o.ahead) {
+        ahead.step(token_at(step, vocab), position);
+        if (k + 1 == count) ahead.finish();
+      } else {
+        decode_step(session, logits, vocab, token_at(step, vocab), position);
+      }
       cpu_ms.push_back(thread_cpu_ms() - cpu_start);
       ms.push_back(seconds_since(start) * 1e3);
     }
@@ -423,8 +465,9 @@ Summary summarise(const DecodeRun& run, const ConstantTotals& totals) {
 void print_report(const Options& o, const ConstantTotals& totals, const DecodeRun& run, const Summary& s) {
   const double steps = o.steps;
   const RunStats& t = run.timed;
-  std::printf("decode: past %lld, %d warm-up steps, %d timed steps at positions %lld..%lld\n", static_cast<long long>(o.past),
-              o.warmup, o.steps, static_cast<long long>(run.first_position), static_cast<long long>(run.last_position));
+  std::printf("decode%s: past %lld, %d warm-up steps, %d timed steps at positions %lld..%lld\n",
+              o.ahead ? " (greedy, one step ahead)" : "", static_cast<long long>(o.past), o.warmup, o.steps,
+              static_cast<long long>(run.first_position), static_cast<long long>(run.last_position));
   std::printf("  ms per token: median %.3f, mean %.3f (min %.3f, max %.3f): %.1f tokens/s\n", s.median_ms, s.mean_ms, s.min_ms,
               s.max_ms, 1e3 / s.median_ms);
   std::printf("  calling thread's CPU time per token: median %.3f ms\n", s.median_cpu_ms);
@@ -451,6 +494,7 @@ nlohmann::json result_json(const Options& o, const ConstantTotals& totals, doubl
           {"device", run.device},
           {"past", o.past},
           {"dispatches_per_submit", o.dispatches_per_submit},
+          {"ahead", o.ahead},
           {"warmup_steps", o.warmup},
           {"steps", o.steps},
           {"positions", {run.first_position, run.last_position}},

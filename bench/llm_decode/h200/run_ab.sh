@@ -5,6 +5,8 @@
 # with a kernels folder of its own in the kit (kernels_old, kernels_new) runs with those kernels.
 # Each payload's random constants are drawn once, into /tmp, and read by every process after.
 # PROFILE=0 leaves out the per-op profile of the new build that follows each payload's rounds.
+# OLD_FLAGS and NEW_FLAGS add llm_decode options to each build's runs (the same binary in both
+# slots with NEW_FLAGS=--ahead compares reading each step's logits with greedy decoding ahead).
 # Every round's lines also go to $OUT/0_rounds.txt, which sorts first among the files that come back
 # (the device tool returns a few files a call).
 set -u
@@ -14,7 +16,8 @@ for m in "$@"; do
     for build in old new; do
       kernels=$WGML_KERNELS_DIR
       [[ -d $K/kernels_$build ]] && kernels=$PWD/$K/kernels_$build
-      WGML_KERNELS_DIR=$kernels $K/llm_decode_$build $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors --json $OUT/h200_${m}_${build}_$round.json 2>&1 |
+      flags=OLD_FLAGS; [[ $build == new ]] && flags=NEW_FLAGS
+      WGML_KERNELS_DIR=$kernels $K/llm_decode_$build $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors ${!flags:-} --json $OUT/h200_${m}_${build}_$round.json 2>&1 |
         grep -E 'ms per token|CPU time|per token:|during the timed' | sed "s/^/$m $build round $round: /" | tee -a $OUT/0_rounds.txt
     done
   done
