@@ -363,6 +363,15 @@ double quantized_bytes(const QuantizedWeights& q, int64_t rows) {
   return static_cast<double>(rows * per_row);
 }
 
+// The [rows, depth] weights a QMV case reads: 8B's q/o and gate/up; with 4 bits also 8B's down and
+// the 1B's q/o, gate/up, down and tied lm_head, where K = 2048 gives a workgroup of 128 invocations
+// only 64 chunks a row.
+std::vector<std::pair<int64_t, int64_t>> qmv_shapes(int bits) {
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 4096}, {14336, 4096}};
+  if (bits == 4) shapes.insert(shapes.end(), {{4096, 14336}, {2048, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}});
+  return shapes;
+}
+
 // Quantized matmuls (affine, x @ w.T): decode QMVs over Llama-style layer weights, 4-bit (the
 // common case), 8-bit and 2-bit at group 64, read at the copy bandwidth (bytes: packed weights,
 // scales, biases, x and y); a 4-bit prefill QMM against the FMA ceiling; and the mixture-of-experts
@@ -372,7 +381,7 @@ void add_quantized_cases(std::vector<OpCase>& cases, const std::string& only) {
   const auto wanted = [&](const std::string& label) { return label.find(only) != std::string::npos; };
   constexpr int kGroup = 64;
   for (const int bits : {4, 8, 2})
-    for (const auto& [rows, depth] : {std::pair{int64_t(4096), int64_t(4096)}, std::pair{int64_t(14336), int64_t(4096)}})
+    for (const auto& [rows, depth] : qmv_shapes(bits))
       for (const DType dtype : {DType::Float16, DType::BFloat16}) {
         const std::string label = "QuantizedMatmul QMV " + std::to_string(bits) + "-bit g64 " + std::string(dtype_name(dtype)) +
                                   " [1, " + std::to_string(depth) + "] @ [" + std::to_string(rows) + ", " +
