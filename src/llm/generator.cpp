@@ -241,9 +241,10 @@ int64_t Generator::sequence_limit(const GenerationOptions& options) const {
 // Greedy decoding one step ahead: each step's token is picked where its logits are
 // (Session::greedy_token) and fed to the next step before the host reads it, so on a GPU the host
 // records step k + 1 while the GPU runs step k. The step fed a token that ends generation (a stop
-// token, the callback's false) is undone: the position steps back, and its cache entry is
-// overwritten by the next token fed there before attention reads it. An ONNX decoder's cache
-// outputs cannot be undone that way; it decodes one step at a time (generate()).
+// token, the callback's false) is undone: the position steps back (a program's cache entry there is
+// overwritten by the next token fed before attention reads it), and an ONNX decoder's cache goes
+// back to the presents it had before that step (kept until the token is read: the two sets a step
+// holds anyway).
 template <class MayFeed, class Emit>
 void Generator::decode_greedy(const MayFeed& may_feed, const Emit& emit, const std::vector<int64_t>& made) {
   const auto step = [&](const Tensor& ids) {
@@ -257,10 +258,12 @@ void Generator::decode_greedy(const MayFeed& may_feed, const Emit& emit, const s
       picked = step(int64_tensor({1, 1}, [&](int64_t) { return made.back(); }));
     }
     const bool ahead = may_feed(made.size() + 1);
+    std::vector<Tensor> cache_before = cache_;
     Tensor next = ahead ? step(picked) : Tensor();
     if (!emit(picked.data_as<int64_t>()[0])) {
       if (ahead) {
         position_ -= 1;
+        cache_ = std::move(cache_before);
         --stats_.decode_steps;
       }
       return;
@@ -316,7 +319,7 @@ std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const 
     return true;
   };
   if (options.max_new_tokens > 0 && emit(sampler.next(logits))) {
-    if (options.sampling.temperature == 0 && cache_outputs_.empty())
+    if (options.sampling.temperature == 0)
       decode_greedy(may_feed, emit, made);
     else
       while (may_feed(made.size())) {
