@@ -23,24 +23,28 @@ std::vector<int64_t> random_tokens(std::mt19937_64& random, int64_t count, int64
   return tokens;
 }
 
-// The prompt in chunks of `chunk` tokens from an empty cache, then one call per decode token.
-BenchPass run_pass(Generator& generator, const std::vector<int64_t>& prompt, const std::vector<int64_t>& decode_tokens,
-                   int64_t chunk) {
+// The prompt in chunks of `chunk` tokens from an empty cache, then `generate` tokens of greedy
+// generation after it as Generator::generate makes them (on a GPU one step ahead: a step's time
+// runs from one token to the next). The last chunk is generate()'s prompt, so the prompt's time
+// ends when the first token is picked.
+BenchPass run_pass(Generator& generator, const std::vector<int64_t>& prompt, int64_t generate, int64_t chunk) {
   generator.reset();
   BenchPass pass;
   const std::span<const int64_t> all(prompt);
+  const size_t last_chunk = (prompt.size() - 1) / static_cast<size_t>(chunk) * static_cast<size_t>(chunk);
   const Clock::time_point start = Clock::now();
-  for (size_t done = 0; done < prompt.size();) {
-    const size_t n = std::min(prompt.size() - done, static_cast<size_t>(chunk));
-    generator.forward(all.subspan(done, n));
-    done += n;
-  }
-  pass.prompt_ms = ms_since(start);
-  for (const int64_t& token : decode_tokens) {
-    const Clock::time_point step = Clock::now();
-    generator.forward(std::span<const int64_t>(&token, 1));
-    pass.step_ms.push_back(ms_since(step));
-  }
+  for (size_t done = 0; done < last_chunk; done += static_cast<size_t>(chunk))
+    generator.forward(all.subspan(done, static_cast<size_t>(chunk)));
+  Clock::time_point last = start;
+  bool first = true;
+  const auto on_token = [&](int64_t) {
+    const double ms = ms_since(last);
+    (first ? pass.prompt_ms : pass.step_ms.emplace_back()) = ms;
+    first = false;
+    last = Clock::now();
+    return true;
+  };
+  generator.generate(all.subspan(last_chunk), {.max_new_tokens = generate + 1}, on_token);
   return pass;
 }
 
@@ -81,10 +85,9 @@ BenchResult run_bench(Generator& generator, const BenchOptions& options) {
   // The same tokens in every pass, so that passes differ only in time.
   std::mt19937_64 random(options.seed);
   const std::vector<int64_t> prompt = random_tokens(random, sizes.prompt, generator.vocab_size());
-  const std::vector<int64_t> decode_tokens = random_tokens(random, sizes.generate, generator.vocab_size());
-  result.warmup = run_pass(generator, prompt, decode_tokens, result.prompt_chunk);
+  result.warmup = run_pass(generator, prompt, sizes.generate, result.prompt_chunk);
   for (int r = 0; r < options.repetitions; ++r)
-    result.passes.push_back(run_pass(generator, prompt, decode_tokens, result.prompt_chunk));
+    result.passes.push_back(run_pass(generator, prompt, sizes.generate, result.prompt_chunk));
   return result;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // What `wgml bench` measures, as llama-bench does: prompt processing (pp, a prompt of random token
 // ids fed from an empty cache in chunks) and token generation (tg, single-token decode steps after
-// that prompt), in tokens per second, through wgml::Generator's public calls.
+// that prompt, each fed the greedy token of the step before as Generator::generate makes them: on
+// a GPU one step ahead), in tokens per second, through wgml::Generator's public calls.
 #include <cstdint>
 #include <vector>
 
@@ -29,7 +30,8 @@ struct BenchOptions {
   uint64_t seed = 0;         // draws the token ids
 };
 
-// One pass from an empty cache. Each time covers the calls and the reading of their logits row.
+// One pass from an empty cache. The prompt's time ends when the first token is picked; each decode
+// step's time runs from one token's read to the next.
 struct BenchPass {
   double prompt_ms = 0;
   std::vector<double> step_ms;  // each decode step
