@@ -187,7 +187,7 @@ BenchCommand::BenchCommand(CLI::App& app) {
       "(docs/performance.md)");
   session_.add_to(*command_);
   command_->add_option("-p,--prompt", sizes_.prompt, "Prompt tokens (random ids), fed in chunks")->capture_default_str();
-  command_->add_option("-n,--generate", sizes_.generate, "Single-token decode steps after the prompt")->capture_default_str();
+  command_->add_option("-n,--generate", sizes_.generate, "Single-token decode steps after the prompt (greedy generation)")->capture_default_str();
   command_
       ->add_option("--prompt-chunk", prompt_chunk_,
                    "Tokens per prefill call (0: the program's largest, as wgml generate feeds a prompt)")
@@ -195,7 +195,7 @@ BenchCommand::BenchCommand(CLI::App& app) {
   command_->add_option("-r,--repetitions", repetitions_, "Measured passes after the warm-up pass")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  command_->add_option("--seed", seed_, "Seed of the token ids and of random weights")->capture_default_str();
+  command_->add_option("--seed", seed_, "Seed of the prompt's token ids and of random weights")->capture_default_str();
   command_
       ->add_flag("--random-weights", random_weights_,
                  "Draw the constants from the program's metadata (.pte or .mlxg; automatic for a .mlxg without its "
