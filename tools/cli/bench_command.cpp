@@ -187,7 +187,8 @@ BenchCommand::BenchCommand(CLI::App& app) {
       "(docs/performance.md)");
   session_.add_to(*command_);
   command_->add_option("-p,--prompt", sizes_.prompt, "Prompt tokens (random ids), fed in chunks")->capture_default_str();
-  command_->add_option("-n,--generate", sizes_.generate, "Single-token decode steps after the prompt (greedy generation)")->capture_default_str();
+  command_->add_option("-n,--generate", sizes_.generate, "Single-token decode steps after the prompt (greedy generation)")
+      ->capture_default_str();
   command_
       ->add_option("--prompt-chunk", prompt_chunk_,
                    "Tokens per prefill call (0: the program's largest, as wgml generate feeds a prompt)")
