@@ -191,6 +191,40 @@ TEST(GenerateLoop, SteadyDecodeStepsCompileNothingAndSubmitOnce) {
   }
 }
 
+// Greedy generation one step ahead settles as single steps do: after its first steps (the first is
+// fed a token from the host, which shifts the buffers the pool lends once), a step compiles no
+// pipeline and makes no buffer or bind group (a few token buffers alternate), submits twice (the
+// step, then its token's pick and readback copy) and reads back 4 bytes.
+TEST(GenerateLoop, SteadyGreedyGenerationAheadMakesNothingAndReadsOnlyTokens) {
+  wgml::SessionOptions options;
+  options.device = "webgpu";
+  std::optional<wgml::Session> session;
+  try {
+    session.emplace((kFixtures / "tiny-llama-fp32" / "model.pte").string(), options);
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no WebGPU device: " << e.what();
+  }
+  wgml::Generator generator(*session);
+  constexpr int kSettled = 8, kTokens = 48;
+  wgml::RunStats settled;
+  int tokens = 0;
+  generator.generate(std::vector<int64_t>{1, 2, 3, 4}, {.max_new_tokens = kTokens}, [&](int64_t) {
+    if (++tokens == kSettled) settled = session->totals();
+    return true;
+  });
+  ASSERT_EQ(tokens, kTokens);
+  // kTokens - 1 decode steps in all, kSettled of them launched when the kSettled-th token was read
+  // (its own step is recorded before it is read).
+  const uint64_t steps = kTokens - 1 - kSettled;
+  EXPECT_EQ(generator.stats().decode_steps, kTokens - 1);
+  const wgml::RunStats after = session->totals() - settled;
+  EXPECT_EQ(after.pipelines_compiled, 0u);
+  EXPECT_EQ(after.buffers_created, 0u);
+  EXPECT_EQ(after.bind_groups_created, 0u);
+  EXPECT_EQ(after.submits, 2u * steps);
+  EXPECT_EQ(after.bytes_read, 4u * steps);
+}
+
 // Temps go back to the GPU buffer pool at their last use and serve the next temps (runtime/
 // release_plan.h, gpu/buffer_pool.h): after warm-up, every step of a 64-step decode ends holding
 // the same number of buffers. The attention rows grow with the KV length, so a step creates a
