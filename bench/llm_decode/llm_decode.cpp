@@ -92,8 +92,12 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--profile" || flag == "--ahead") {
-      (flag == "--profile" ? o.profile : o.ahead) = true;
+    if (flag == "--profile") {
+      o.profile = true;
+      continue;
+    }
+    if (flag == "--ahead") {
+      o.ahead = true;
       continue;
     }
     if (flag.rfind("--", 0) != 0) {

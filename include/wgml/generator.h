@@ -58,7 +58,7 @@ struct GenerationStats {
   int64_t prefill_calls = 0;
   double prefill_ms = 0;      // the prompt's calls
   double first_token_ms = 0;  // from the start until the first new token was sampled
-  double decode_ms = 0;       // every later token: its call, its logits read and its sampling
+  double decode_ms = 0;       // every later token: its call, and its logits row read and sampled (greedy: its pick read)
   RunStats decode_totals;     // GPU work of the decode steps together
   int64_t decode_steps = 0;   // tokens made by a 1-token call
   StopReason stop_reason = StopReason::MaxNewTokens;
@@ -163,6 +163,9 @@ class Generator {
   int64_t vocab_size_ = 0;
   int64_t max_context_ = 0;
   int64_t position_ = 0;
+  // Whether a step can be undone (its position stepped back, an ONNX decoder's cache put back), so
+  // that greedy decoding may run one step ahead.
+  bool undoable_ = false;
   GenerationStats stats_;
 };
 

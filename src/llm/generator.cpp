@@ -44,6 +44,15 @@ int64_t program_context(const Session& session) {
   return smallest;
 }
 
+// Whether every mutable buffer of the program is a KV cache by its shape ([batch, heads, positions,
+// head_dim], positions spanning the context): then a step is undone by stepping the position back,
+// as the next step fed there overwrites its entries. A state a step changes by other rules (a
+// recurrent or convolution state) could not be.
+bool state_is_positional(const Session& session, int64_t context) {
+  return context > 0 && std::all_of(session.mutable_buffers().begin(), session.mutable_buffers().end(),
+                                    [&](const IoInfo& b) { return b.shape.size() == 4 && b.shape[2] >= context; });
+}
+
 // The layer `name` stands for in a name pattern with "%d" ("past_key_values.%d.key"), if it fits.
 std::optional<size_t> layer_in(const std::string& name, const std::string& pattern) {
   const size_t hole = pattern.find("%d");
@@ -114,6 +123,7 @@ void Generator::bind_executorch_program() {
   feeds_ = {{Feed::TokenIds}, {positions_per_token ? Feed::CachePositions : Feed::StartPosition}};
   vocab_size_ = out[0].shape.back();
   max_context_ = program_context(session_);
+  undoable_ = state_is_positional(session_, max_context_);
 }
 
 void Generator::bind_onnx_decoder(const DecoderConfig& config) {
@@ -164,6 +174,7 @@ void Generator::bind_onnx_decoder(const DecoderConfig& config) {
   vocab_size_ = logits->shape.back();
   max_context_ = config.context_length;
   cache_ = empty_cache_;
+  undoable_ = true;  // its state is the cache it is fed, which a step does not change
 }
 
 void Generator::reset() {
@@ -257,17 +268,25 @@ void Generator::decode_greedy(const MayFeed& may_feed, const Emit& emit, const s
       if (!may_feed(made.size())) return;
       picked = step(int64_tensor({1, 1}, [&](int64_t) { return made.back(); }));
     }
-    const bool ahead = may_feed(made.size() + 1);
+    // Undoes the step fed `picked` ahead when `picked` ends generation, or when reading it or
+    // handing it out throws: the caller then holds only the tokens fed.
+    const int64_t position_before = position_, steps_before = stats_.decode_steps;
     std::vector<Tensor> cache_before = cache_;
-    Tensor next = ahead ? step(picked) : Tensor();
-    if (!emit(picked.data_as<int64_t>()[0])) {
-      if (ahead) {
-        position_ -= 1;
-        cache_ = std::move(cache_before);
-        --stats_.decode_steps;
-      }
-      return;
+    const auto undo = [&] {
+      position_ = position_before;
+      stats_.decode_steps = steps_before;
+      cache_ = std::move(cache_before);
+    };
+    Tensor next;
+    bool going = false;
+    try {
+      if (may_feed(made.size() + 1)) next = step(picked);
+      going = emit(picked.data_as<int64_t>()[0]);
+    } catch (...) {
+      undo();
+      throw;
     }
+    if (!going) return undo();
     picked = std::move(next);
   }
 }
@@ -309,9 +328,9 @@ std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const 
     if (stop) stats_.stop_reason = StopReason::StopToken;
     return !stop;
   };
-  // Whether another token may be fed; says why not when the context is full.
-  const auto may_feed = [&](size_t tokens_after) {
-    if (static_cast<int64_t>(tokens_after) >= options.max_new_tokens) return false;
+  // Whether the token after the first `made` ones may be fed; says why not when the context is full.
+  const auto may_feed = [&](size_t made) {
+    if (static_cast<int64_t>(made) >= options.max_new_tokens) return false;
     if (context > 0 && position_ >= context) {
       stats_.stop_reason = StopReason::ContextFull;
       return false;
@@ -319,7 +338,7 @@ std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const 
     return true;
   };
   if (options.max_new_tokens > 0 && emit(sampler.next(logits))) {
-    if (options.sampling.temperature == 0)
+    if (options.sampling.temperature == 0 && undoable_)
       decode_greedy(may_feed, emit, made);
     else
       while (may_feed(made.size())) {

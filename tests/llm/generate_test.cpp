@@ -316,6 +316,16 @@ void expect_a_stop_to_undo_the_step_ahead(wgml::Generator& generator) {
   EXPECT_EQ(refused, std::vector<int64_t>(unbroken.begin(), unbroken.begin() + 2));
   EXPECT_EQ(generator.stats().stop_reason, wgml::StopReason::Callback);
   EXPECT_EQ(generator.position(), static_cast<int64_t>(prompt.size()) + 1);
+
+  // A callback that throws (a cancelled request) leaves what one that refuses leaves.
+  generator.reset();
+  int seen = 0;
+  const auto cancel_second = [&](int64_t) {
+    if (++seen == 2) throw std::runtime_error("cancelled");
+    return true;
+  };
+  EXPECT_THROW(generator.generate(prompt, {.max_new_tokens = 9}, cancel_second), std::runtime_error);
+  EXPECT_EQ(generator.position(), static_cast<int64_t>(prompt.size()) + 1);
 }
 
 TEST_P(GenerateFixture, GreedyGenerationAheadGivesTheTokensOfOneStepAtATime) {

@@ -23,10 +23,10 @@ void GpuTensorData::start_download() const {
 }
 
 Tensor GpuTensorData::read_decoded(uint64_t offset, uint64_t bytes, const Shape& shape, std::string_view op) const {
-  const bool started = pending_read_ && offset == 0 && bytes == pending_read_->size;
-  const std::vector<std::byte> raw = started ? context_->recorder().finish_read(*pending_read_, op)
-                                             : context_->recorder().read(buffer_->range(offset, bytes), op);
-  if (started) pending_read_.reset();
+  std::optional<gpu::Recorder::PendingRead> started;
+  if (pending_read_ && offset == 0 && bytes == pending_read_->size) started.swap(pending_read_);
+  const std::vector<std::byte> raw =
+      started ? context_->recorder().finish_read(*started, op) : context_->recorder().read(buffer_->range(offset, bytes), op);
   std::vector<uint8_t> words(raw.size());
   std::memcpy(words.data(), raw.data(), raw.size());
   return decode_from_gpu(words, storage_, shape);

@@ -88,7 +88,6 @@ void register_onnx_ops(runtime::KernelTable& t) {
   onnx_ops::register_recurrent_ops(t);
   onnx_ops::register_misc_ops(t);
   onnx_ops::register_spectral_ops(t);
-  onnx_ops::register_wgml_ops(t);
 }
 
 }  // namespace wgml::backend::cpu

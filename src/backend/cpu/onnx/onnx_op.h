@@ -56,6 +56,5 @@ void register_dynamic_ops(runtime::KernelTable& t);
 void register_recurrent_ops(runtime::KernelTable& t);
 void register_misc_ops(runtime::KernelTable& t);
 void register_spectral_ops(runtime::KernelTable& t);
-void register_wgml_ops(runtime::KernelTable& t);
 
 }  // namespace wgml::backend::cpu::onnx_ops
