@@ -1,6 +1,5 @@
 #include "gpu/recorder.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "gpu/gpu_error.h"
@@ -67,7 +66,6 @@ void Recorder::dispatch(const Kernel& kernel, std::span<const BufferRange> buffe
   if (profiler_ && !profiler_->has_room(op_passes || pass_ ? 1 : 2)) submit();
   const uint32_t params_offset = kernel.spec.params_size ? push_params(params, op) : 0;
   const WGPUBindGroup group = bind_group(kernel, buffers, op);
-  for (const BufferRange& b : buffers) encoded_buffers_.push_back(b.id);
 
   const api::Functions& fn = device_.fn();
   if (op_passes) {
@@ -229,7 +227,6 @@ void Recorder::drop_recording() {
 
 void Recorder::start_next_submission() {
   device_.set_unsubmitted_work(false);
-  encoded_buffers_.clear();
   dispatches_recorded_ = 0;
   first_op_.clear();
   last_op_.clear();
@@ -285,13 +282,12 @@ void Recorder::upload(const BufferRange& destination, std::span<const std::byte>
   }
   const api::Functions& fn = device_.fn();
   Device::ErrorScope scope(device_, std::string(op));
-  if (!encoder_ || !encoded(destination.id)) {
-    // A queue write lands before the recorded commands are submitted: as it should where none of
-    // them uses the buffer (a buffer just lent for a host-made tensor), and it splits no pass.
+  if (!encoder_) {
+    // Nothing recorded: a queue write lands before every later submission, as it should.
     fn.QueueWriteBuffer(device_.queue(), destination.buffer, destination.offset, data, padded_size);
   } else {
-    // A queue write would land before recorded commands that use the buffer; stage it and copy in
-    // order. The staging buffer returns to the pool at once; its fence holds it until the copy ran.
+    // A queue write would land before the recorded commands; stage it and copy in order.
+    // The staging buffer returns to the pool at once; its fence holds it until the copy ran.
     PooledBuffer staging = pool_.acquire(padded_size, BufferKind::Staging, op);
     fn.QueueWriteBuffer(device_.queue(), staging.handle(), 0, data, padded_size);
     end_pass();
@@ -310,11 +306,6 @@ void Recorder::copy(const BufferRange& source, const BufferRange& destination, s
   end_pass();
   device_.fn().CommandEncoderCopyBufferToBuffer(encoder_, source.buffer, source.offset, destination.buffer, destination.offset,
                                                 source.size);
-  encoded_buffers_.insert(encoded_buffers_.end(), {source.id, destination.id});
-}
-
-bool Recorder::encoded(uint64_t buffer_id) const {
-  return std::find(encoded_buffers_.begin(), encoded_buffers_.end(), buffer_id) != encoded_buffers_.end();
 }
 
 std::vector<std::byte> Recorder::read(const BufferRange& source, std::string_view op) {

@@ -54,9 +54,7 @@ class Recorder {
   void dispatch(const Kernel& kernel, std::span<const BufferRange> buffers, std::span<const std::byte> params, Grid grid,
                 std::string_view op);
 
-  // Copies `bytes` into `destination`, ordered after the work recorded so far (written through the
-  // queue at once where no recorded command uses the buffer, else staged and copied in order, which
-  // ends the open compute pass). The offset must be
+  // Copies `bytes` into `destination`, ordered after the work recorded so far. The offset must be
   // a multiple of 4; a length that is not is padded with zeros to the next multiple of 4, which
   // must still lie inside `destination`.
   void upload(const BufferRange& destination, std::span<const std::byte> bytes, std::string_view op);
@@ -128,10 +126,6 @@ class Recorder {
   uint64_t passes_begun_ = 0;
   std::string first_op_, last_op_;
   uint64_t submissions_ = 0;
-
-  // Whether a command of the open encoder uses the buffer (by BufferRange::id).
-  bool encoded(uint64_t buffer_id) const;
-  std::vector<uint64_t> encoded_buffers_;  // the buffer ids the open encoder's commands use, repeats and all
 
   std::unordered_map<std::vector<uint64_t>, WGPUBindGroup, KeyHash> bind_groups_;
   std::vector<uint64_t> key_;  // scratch for bind group lookups

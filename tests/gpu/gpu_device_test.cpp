@@ -239,24 +239,6 @@ TEST_F(GpuDeviceTest, UploadWhileRecordingIsOrderedWithTheRecordedWork) {
   EXPECT_EQ(values_of<float>(recorder.read(y2.range(), "read")), std::vector<float>(64, 5.0f));
 }
 
-// A buffer no recorded command uses is written through the queue at once (no staging buffer, no
-// copy that would end the compute pass), and the work recorded after the write reads it.
-TEST_F(GpuDeviceTest, UploadIntoABufferTheRecordingDoesNotUseIsWrittenDirectly) {
-  Recorder recorder(device(), pool(), {SubmitPolicy::OncePerRun});
-  PooledBuffer x = upload_floats(recorder, std::vector<float>(64, 1.0f));
-  PooledBuffer y1 = pool().acquire(256, BufferKind::Storage, "test");
-  PooledBuffer y2 = pool().acquire(256, BufferKind::Storage, "test");
-  PooledBuffer fresh = pool().acquire(256, BufferKind::Storage, "test");
-  run_axpb(recorder, x, y1, {1.0f, 0.0f, 64});
-  const uint64_t lent = pool().stats().created + pool().stats().reused;
-  recorder.upload(fresh.range(), bytes_of(std::vector<float>(64, 4.0f)), "write fresh");
-  EXPECT_EQ(pool().stats().created + pool().stats().reused, lent) << "the upload took a staging buffer";
-  run_axpb(recorder, fresh, y2, {2.0f, 0.0f, 64});
-  recorder.finish();
-  EXPECT_EQ(values_of<float>(recorder.read(y1.range(), "read")), std::vector<float>(64, 1.0f));
-  EXPECT_EQ(values_of<float>(recorder.read(y2.range(), "read")), std::vector<float>(64, 8.0f));
-}
-
 TEST_F(GpuDeviceTest, UnalignedUploadLengthIsZeroPadded) {
   Recorder recorder(device(), pool());
   PooledBuffer b = pool().acquire(8, BufferKind::Storage, "test");
