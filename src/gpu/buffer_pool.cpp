@@ -90,8 +90,12 @@ PooledBuffer& PooledBuffer::operator=(PooledBuffer&& other) noexcept {
 }
 
 void PooledBuffer::reset() {
+  if (pool_) reset_after(pool_->device_.work_fence());
+}
+
+void PooledBuffer::reset_after(uint64_t last_use) {
   if (!pool_) return;
-  pool_->give_back(*this);
+  pool_->give_back(*this, last_use);
   pool_ = nullptr;
   handle_ = nullptr;
 }
@@ -199,8 +203,8 @@ bool BufferPool::take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out
   return false;
 }
 
-void BufferPool::give_back(PooledBuffer& buffer) {
-  free_[{buffer.kind_, buffer.capacity_}].push_back({buffer.handle_, buffer.id_, device_.work_fence()});
+void BufferPool::give_back(PooledBuffer& buffer, uint64_t fence) {
+  free_[{buffer.kind_, buffer.capacity_}].push_back({buffer.handle_, buffer.id_, fence});
   ++stats_.free_buffers;
   --stats_.buffers_in_use;
   stats_.bytes_in_use -= buffer.capacity_;

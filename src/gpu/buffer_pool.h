@@ -57,6 +57,10 @@ class PooledBuffer {
   BufferRange range() const { return {handle_, id_, 0, size_}; }
   BufferRange range(uint64_t offset, uint64_t size) const { return {handle_, id_, offset, size}; }
   void reset();  // returns the buffer to the pool now
+  // Returns it to the pool as reset() does, where the caller knows that no work after submission
+  // `last_use` uses it (a readback buffer once read): it is free as soon as that submission is,
+  // not only when everything submitted by now is.
+  void reset_after(uint64_t last_use);
 
  private:
   friend class BufferPool;
@@ -112,7 +116,7 @@ class BufferPool {
   };
   using ClassKey = std::pair<BufferKind, uint64_t>;
 
-  void give_back(PooledBuffer& buffer);
+  void give_back(PooledBuffer& buffer, uint64_t fence);
   bool take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out);
   bool take_lent_before(size_t position, uint64_t capacity, PooledBuffer& out);
   std::optional<size_t> usable(BufferKind kind, const std::vector<FreeBuffer>& buffers);

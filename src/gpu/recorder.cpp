@@ -342,7 +342,7 @@ std::vector<std::byte> Recorder::finish_read(PendingRead& read, std::string_view
   std::vector<std::byte> out(read.size);
   std::memcpy(out.data(), fn.BufferGetConstMappedRange(read.staging.handle(), 0, read.size), read.size);
   fn.BufferUnmap(read.staging.handle());
-  read.staging.reset();
+  read.staging.reset_after(read.serial);
   device_.check(op);
   return out;
 }

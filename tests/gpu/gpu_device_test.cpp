@@ -187,6 +187,27 @@ TEST_F(GpuDeviceTest, AFreedStorageBufferIsReusedAtOnceInQueueOrder) {
   EXPECT_EQ(values_of<float>(recorder.read(y2.range(), "read")), std::vector<float>(n, 21.0f));
 }
 
+// A readback started ahead (Recorder::start_read) is finished while later work is recorded, not yet
+// submitted: the result is the bytes as they were when it started, and its staging buffer, free once
+// its own submission is, serves the next readback at once (a decode step's token read each step
+// takes the same few buffers however far the host runs ahead).
+TEST_F(GpuDeviceTest, AReadStartedAheadReadsItsMomentAndFreesItsStagingAtOnce) {
+  BufferPool local(device());
+  Recorder recorder(device(), local, {SubmitPolicy::OncePerRun});
+  PooledBuffer x = local.acquire(16, BufferKind::Storage, "test");
+  recorder.upload(x.range(), bytes_of(std::vector<uint32_t>{1, 2, 3, 4}), "fill");
+  Recorder::PendingRead first = recorder.start_read(x.range(), "read ahead");
+  recorder.upload(x.range(), bytes_of(std::vector<uint32_t>{5, 6, 7, 8}), "overwrite");
+  const BufferRange bindings[] = {x.range()};
+  recorder.dispatch(count(), bindings, {}, 1, "count");  // recorded, not submitted
+  EXPECT_EQ(values_of<uint32_t>(recorder.finish_read(first, "finish")), (std::vector<uint32_t>{1, 2, 3, 4}));
+  const uint64_t created = local.stats().created;
+  Recorder::PendingRead second = recorder.start_read(x.range(), "read again");
+  EXPECT_EQ(local.stats().created, created) << "the first read's staging buffer was not lent again";
+  recorder.finish();
+  EXPECT_EQ(values_of<uint32_t>(recorder.finish_read(second, "finish")).size(), 4u);
+}
+
 TEST_F(GpuDeviceTest, TrimDestroysOnlyFreeBuffersTheGpuFinishedWith) {
   BufferPool local(device());
   Recorder recorder(device(), local, {SubmitPolicy::OncePerRun});
