@@ -268,8 +268,8 @@ void Generator::decode_greedy(const MayFeed& may_feed, const Emit& emit, const s
       if (!may_feed(made.size())) return;
       picked = step(int64_tensor({1, 1}, [&](int64_t) { return made.back(); }));
     }
-    // Undoes the step fed `picked` ahead when `picked` ends generation, or when reading it or
-    // handing it out throws: the caller then holds only the tokens fed.
+    // Undoes the step fed `picked` ahead when `picked` ends generation, or when picking, reading
+    // or handing it out throws, so that the position and the cache hold only tokens the caller got.
     const int64_t position_before = position_, steps_before = stats_.decode_steps;
     std::vector<Tensor> cache_before = cache_;
     const auto undo = [&] {
