@@ -174,18 +174,11 @@ void to_floats(const Tensor& x, float* out) {
 }
 
 int64_t greedy_index(std::span<const float> values) {
-  int64_t best = -1;
-  for (size_t i = 0; i < values.size(); ++i) {
-    const float v = values[i];
-    if (best < 0) {
-      best = 0;
-      continue;
-    }
-    const float b = values[static_cast<size_t>(best)];
-    if (std::isnan(b)) break;
-    if (std::isnan(v) || v > b) best = static_cast<int64_t>(i);
-  }
-  return best;
+  if (values.empty()) return -1;
+  size_t best = 0;
+  for (size_t i = 1; i < values.size() && !std::isnan(values[best]); ++i)
+    if (std::isnan(values[i]) || values[i] > values[best]) best = i;
+  return static_cast<int64_t>(best);
 }
 
 }  // namespace wgml

@@ -325,7 +325,7 @@ Recorder::PendingRead Recorder::start_read(const BufferRange& source, std::strin
     invalid(op, "a readback of " + std::to_string(source.size) + " bytes started ahead (at most " +
                     std::to_string(options_.readback_chunk_bytes) + ")");
   traffic_.bytes_read += source.size;
-  PendingRead read{pool_.acquire(source.size, BufferKind::Readback, op), source.size, 0};
+  PendingRead read{pool_.acquire(source.size, BufferKind::Readback, op), 0};
   begin_encoding();
   end_pass();
   device_.fn().CommandEncoderCopyBufferToBuffer(encoder_, source.buffer, source.offset, read.staging.handle(), 0, source.size);
@@ -338,9 +338,10 @@ std::vector<std::byte> Recorder::finish_read(PendingRead& read, std::string_view
   if (!read.staging) invalid(op, "a readback finished twice");
   device_.wait(read.serial, op);
   const api::Functions& fn = device_.fn();
-  map_for_reading(device_, read.staging.handle(), read.size, op);
-  std::vector<std::byte> out(read.size);
-  std::memcpy(out.data(), fn.BufferGetConstMappedRange(read.staging.handle(), 0, read.size), read.size);
+  const uint64_t size = read.staging.size();
+  map_for_reading(device_, read.staging.handle(), size, op);
+  std::vector<std::byte> out(size);
+  std::memcpy(out.data(), fn.BufferGetConstMappedRange(read.staging.handle(), 0, size), size);
   fn.BufferUnmap(read.staging.handle());
   read.staging.reset_after(read.serial);
   device_.check(op);

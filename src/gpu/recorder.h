@@ -69,9 +69,8 @@ class Recorder {
   // finish_read() waits for that submission only, not for what was recorded after it, so the GPU
   // keeps working on later work while the host reads.
   struct PendingRead {
-    PooledBuffer staging;
-    uint64_t size = 0;
-    uint64_t serial = 0;  // the submission that holds the copy
+    PooledBuffer staging;  // as large as the source
+    uint64_t serial = 0;   // the submission that holds the copy
   };
   PendingRead start_read(const BufferRange& source, std::string_view op);
   std::vector<std::byte> finish_read(PendingRead& read, std::string_view op);

@@ -42,17 +42,23 @@ json read_json(const fs::path& path) {
 
 bool exact_precision(const std::string& name) { return name.find("fp32") != std::string::npos; }
 
-std::optional<wgml::Session> open_session(const std::string& name, const std::string& device, std::string& why_not) {
+// The model at `path` on `device`, or nothing (with the reason) where the machine has no WebGPU.
+std::optional<wgml::Session> open_model(const fs::path& path, const std::string& device, bool profile, std::string& why_not) {
   wgml::SessionOptions options;
   options.device = device;
-  options.profile = device == "webgpu";
+  options.profile = profile;
   try {
-    return wgml::Session((kFixtures / name / "model.pte").string(), options);
+    return wgml::Session(path.string(), options);
   } catch (const std::exception& e) {
     if (device == "cpu") throw;
     why_not = e.what();
     return std::nullopt;
   }
+}
+
+// An ExecuTorch fixture, profiled on the GPU.
+std::optional<wgml::Session> open_session(const std::string& name, const std::string& device, std::string& why_not) {
+  return open_model(kFixtures / name / "model.pte", device, device == "webgpu", why_not);
 }
 
 struct Case {
@@ -196,14 +202,9 @@ TEST(GenerateLoop, SteadyDecodeStepsCompileNothingAndSubmitOnce) {
 // pipeline and makes no buffer or bind group (a few token buffers alternate), submits twice (the
 // step, then its token's pick and readback copy) and reads back 4 bytes.
 TEST(GenerateLoop, SteadyGreedyGenerationAheadMakesNothingAndReadsOnlyTokens) {
-  wgml::SessionOptions options;
-  options.device = "webgpu";
-  std::optional<wgml::Session> session;
-  try {
-    session.emplace((kFixtures / "tiny-llama-fp32" / "model.pte").string(), options);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no WebGPU device: " << e.what();
-  }
+  std::string why_not;
+  auto session = open_model(kFixtures / "tiny-llama-fp32" / "model.pte", "webgpu", false, why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
   wgml::Generator generator(*session);
   constexpr int kSettled = 8, kTokens = 48;
   wgml::RunStats settled;
@@ -231,14 +232,9 @@ TEST(GenerateLoop, SteadyGreedyGenerationAheadMakesNothingAndReadsOnlyTokens) {
 // buffer only when a row outgrows every free one (a size class never needed before: a new high of
 // the device bytes), a few times in 56 steps; every other step is served from the pool.
 TEST(GenerateLoop, SteadyDecodeHoldsAConstantNumberOfBuffers) {
-  wgml::SessionOptions options;
-  options.device = "webgpu";
-  std::optional<wgml::Session> session;
-  try {
-    session.emplace((kFixtures / "tiny-llama-fp32" / "model.pte").string(), options);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no WebGPU device: " << e.what();
-  }
+  std::string why_not;
+  auto session = open_model(kFixtures / "tiny-llama-fp32" / "model.pte", "webgpu", false, why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
   wgml::Generator generator(*session);
   std::vector<int64_t> token = {1, 2, 3, 4};
   generator.forward(token);
@@ -349,17 +345,7 @@ TEST_P(GenerateFixture, AStopUndoesTheStepAlreadyFedAndGenerationResumesUnchange
 class OnnxDecoderAhead : public ::testing::TestWithParam<std::string> {
  protected:
   const fs::path model = fs::path(WGML_SOURCE_DIR) / "tests/fixtures/onnx-llm/llama_int4/model.onnx";
-  std::optional<wgml::Session> open(std::string& why_not) {
-    wgml::SessionOptions options;
-    options.device = GetParam();
-    try {
-      return wgml::Session(model.string(), options);
-    } catch (const std::exception& e) {
-      if (GetParam() == "cpu") throw;
-      why_not = e.what();
-      return std::nullopt;
-    }
-  }
+  std::optional<wgml::Session> open(std::string& why_not) { return open_model(model, GetParam(), false, why_not); }
 };
 
 TEST_P(OnnxDecoderAhead, GreedyGenerationAheadGivesTheTokensOfOneStepAtATime) {

@@ -17,14 +17,15 @@ GpuTensorData::GpuTensorData(std::shared_ptr<GpuContext> context, std::shared_pt
       shape_(std::move(shape)),
       bounds_(bounds) {}
 
+uint64_t GpuTensorData::stored_bytes() const { return kernel::gpu_buffer_bytes(storage_, shape_numel(shape_)); }
+
 void GpuTensorData::start_download() const {
-  const uint64_t bytes = kernel::gpu_buffer_bytes(storage_, shape_numel(shape_));
-  pending_read_ = context_->recorder().start_read(buffer_->range(0, bytes), "read a tensor back");
+  pending_read_ = context_->recorder().start_read(buffer_->range(0, stored_bytes()), "read a tensor back");
 }
 
 Tensor GpuTensorData::read_decoded(uint64_t offset, uint64_t bytes, const Shape& shape, std::string_view op) const {
   std::optional<gpu::Recorder::PendingRead> started;
-  if (pending_read_ && offset == 0 && bytes == pending_read_->size) started.swap(pending_read_);
+  if (pending_read_ && offset == 0 && bytes == pending_read_->staging.size()) started.swap(pending_read_);
   const std::vector<std::byte> raw =
       started ? context_->recorder().finish_read(*started, op) : context_->recorder().read(buffer_->range(offset, bytes), op);
   std::vector<uint8_t> words(raw.size());
@@ -38,7 +39,7 @@ gpu::BufferRange GpuTensorData::binding() const {
 }
 
 void GpuTensorData::download(uint8_t* out, size_t nbytes) const {
-  const Tensor host = read_decoded(0, kernel::gpu_buffer_bytes(storage_, shape_numel(shape_)), shape_, "read a tensor back");
+  const Tensor host = read_decoded(0, stored_bytes(), shape_, "read a tensor back");
   if (host.nbytes() != nbytes)
     throw Error(ErrorCode::Runtime, "GPU tensor read back with " + std::to_string(host.nbytes()) + " bytes where " +
                                         std::to_string(nbytes) + " were expected");
@@ -89,10 +90,11 @@ std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& c
                                             const std::optional<kernel::ValueRange>& range) {
   auto existing = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
   if (existing && existing->context() != context.get()) existing.reset();
-  if (existing && (!range || (existing->storage() == storage && existing->known_within(*range)))) {
+  if (existing && !range) {
     if (existing->storage() == storage) return existing;
     if (auto copy = existing->in_storage(storage)) return copy;
   }
+  if (existing && range && existing->storage() == storage && existing->known_within(*range)) return existing;
   const std::vector<uint8_t> bytes = encode_for_gpu(t, storage, name, range);
   auto buffer = new_buffer(*context, bytes.size(), "upload " + name);
   context->recorder().upload(buffer->range(0, bytes.size()),

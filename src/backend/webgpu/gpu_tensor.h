@@ -51,6 +51,8 @@ class GpuTensorData final : public DeviceData {
   void keep_copy(std::shared_ptr<const GpuTensorData> copy) const;
 
  private:
+  // The bytes its elements take in the buffer (whole words).
+  uint64_t stored_bytes() const;
   // Bytes [offset, offset + bytes) of the buffer read back and decoded as a tensor of `shape`.
   Tensor read_decoded(uint64_t offset, uint64_t bytes, const Shape& shape, std::string_view op) const;
 
