@@ -62,6 +62,7 @@ sys.path.insert(0, str(REPO_ROOT / "tools" / "fixtures"))
 # Generates the MLX delegate's python bindings the wheel lacks, then imports torch and executorch (see
 # docs/fixtures.md, "Missing generated bindings"); its payload inspector is reused below.
 import export_pte_fixtures as ptefx  # noqa: E402
+from llm_shapes import SHAPES  # noqa: E402
 
 import torch  # noqa: E402
 from executorch.backends.mlx.examples.llm.export_llm_hf import export_llama_hf  # noqa: E402
@@ -101,9 +102,6 @@ class RandomConfig:
 _TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
              intermediate_size=128, vocab_size=512, max_position_embeddings=128,
              bos_token_id=507, eos_token_id=[508, 511], tie_word_embeddings=True)
-_LLAMA32_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "high_freq_factor": 4.0,
-                 "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}
-_LLAMA31_ROPE = dict(_LLAMA32_ROPE, factor=8.0)
 
 CONFIGS: Dict[str, RandomConfig] = {
     "tiny-llama": RandomConfig(
@@ -123,20 +121,14 @@ CONFIGS: Dict[str, RandomConfig] = {
                     "MLP 128, vocab 512, rope theta 1e6, tied embeddings"),
     "llama-1b": RandomConfig(
         "LlamaForCausalLM",
-        dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, head_dim=64,
-             intermediate_size=8192, vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
-             rope_parameters=_LLAMA32_ROPE, bos_token_id=128000, eos_token_id=[128001, 128008, 128009],
-             tie_word_embeddings=True),
+        SHAPES["llama-1b"],
         seed=1103, max_seq_len=2048, init_std=0.02, norm_std=0.1, checkpoint_dtype=torch.bfloat16,
         tokenizer_dir=None,
         description="Llama-3.2-1B shapes: hidden 2048, 16 layers, 32 heads, 8 KV heads, MLP 8192, vocab 128256, "
                     "tied embeddings"),
     "llama-8b": RandomConfig(
         "LlamaForCausalLM",
-        dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-             intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
-             rope_parameters=_LLAMA31_ROPE, bos_token_id=128000, eos_token_id=[128001, 128008, 128009],
-             tie_word_embeddings=False),
+        SHAPES["llama-8b"],
         seed=1104, max_seq_len=2048, init_std=0.02, norm_std=0.1, checkpoint_dtype=torch.bfloat16,
         tokenizer_dir=None,
         description="Llama-3.1-8B shapes: hidden 4096, 32 layers, 32 heads, 8 KV heads, MLP 14336, vocab 128256, "

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "common/fma_kernel.h"
+#include "backend/webgpu/roofline.h"
 #include "gpu/buffer_pool.h"
 #include "gpu/device.h"
 #include "gpu/gpu_error.h"
@@ -240,13 +240,14 @@ json measure_dispatch(Bench& b, std::vector<TraceSlice>& trace) {
 json measure_fma(Bench& b) {
   const uint32_t workgroups = std::min(b.options.fma_workgroups, b.device.limits().maxComputeWorkgroupsPerDimension);
   const uint64_t threads = uint64_t(workgroups) * 256;
-  const Kernel& kernel = b.pipelines.get({"fma", wgml::bench::kFmaWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
+  const Kernel& kernel =
+      b.pipelines.get({"fma", wgml::backend::webgpu::kFmaWgsl, "main", {}, {Access::ReadWrite}, sizeof(uint32_t)});
   PooledBuffer out = b.pool.acquire(threads * 16, BufferKind::Storage, "fma output");
   const BufferRange bindings[] = {out.range()};
   Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun});
   const auto [total_s, record_s] = time_batches(
       recorder, b.options.runs, [&] { recorder.dispatch(kernel, bindings, bytes_of(b.options.fma_iters), workgroups, "fma"); });
-  const double flop = double(threads) * b.options.fma_iters * wgml::bench::kFmaFlopPerTrip;
+  const double flop = double(threads) * b.options.fma_iters * wgml::backend::webgpu::kFmaFlopPerTrip;
 
   // Thread 0 against the same recurrence on the CPU (single-precision fma).
   const auto got_bytes = recorder.read(out.range(0, 16), "fma check");

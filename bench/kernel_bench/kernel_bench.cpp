@@ -32,8 +32,7 @@
 
 #include "backend/webgpu/gpu_tensor.h"
 #include "backend/webgpu/plan_runner.h"
-#include "common/copy_kernel.h"
-#include "common/fma_kernel.h"
+#include "backend/webgpu/roofline.h"
 #include "core/elements.h"
 #include "wgml/error.h"
 
@@ -156,10 +155,12 @@ void measure(GpuContext& gpu, const Options& o, std::vector<Way>& ways) {
   }
 }
 
-// A vec4 copy of `bytes` between two buffers of the pool (bench/common/copy_kernel.h).
+// A vec4 copy of `bytes` between two buffers of the pool (backend/webgpu/roofline.h).
 struct CopyWay {
   CopyWay(GpuContext& gpu, uint64_t bytes) : copy(gpu, bytes) {}
-  bench::CopyKernel copy;
+  CopyWay(const CopyWay&) = delete;  // `way` records through this
+  CopyWay& operator=(const CopyWay&) = delete;
+  backend::webgpu::CopyKernel copy;
   Way way{"vec4 copy of the output's size (read + write)", [this] { copy.record(); }};
 };
 
@@ -248,34 +249,20 @@ void add_attention_cases(std::vector<OpCase>& cases) {
   }
 }
 
-// The FMA kernel (bench/common/fma_kernel.h) doing about `flops` of work per run: the compute
+// The FMA kernel (backend/webgpu/roofline.h) doing about `flops` of work per run: the compute
 // ceiling a compute-bound op is measured against.
 struct FmaWay {
-  gpu::PooledBuffer out;
-  double flop = 0;
-  Way way{"", {}};
+  FmaWay(GpuContext& gpu, uint32_t iters) : fma(gpu, backend::webgpu::kFmaWorkgroups, iters) {}
+  FmaWay(const FmaWay&) = delete;  // `way` records through this
+  FmaWay& operator=(const FmaWay&) = delete;
+  backend::webgpu::FmaKernel fma;
+  Way way{"f32 FMA chains (the compute ceiling)", [this] { fma.record(); }};
 };
 
 std::unique_ptr<FmaWay> fma_way(GpuContext& gpu, double flops) {
-  gpu::KernelSource k;
-  k.label = "roofline fma";
-  k.wgsl = bench::kFmaWgsl;
-  k.bindings = {gpu::Access::ReadWrite};
-  k.params_size = sizeof(uint32_t);
-  const gpu::Kernel& kernel = gpu.pipelines().get(k);
-  const uint32_t workgroups = 8192;
-  const double threads = workgroups * 256.0;
-  const uint32_t iters = static_cast<uint32_t>(std::max(1.0, flops / (threads * bench::kFmaFlopPerTrip)));
-  auto f = std::make_unique<FmaWay>();
-  f->out = gpu.pool().acquire(static_cast<uint64_t>(threads) * 16, gpu::BufferKind::Storage, "roofline fma");
-  f->flop = threads * iters * bench::kFmaFlopPerTrip;
-  const std::vector<gpu::BufferRange> ranges = {f->out.range()};
-  f->way = Way{"f32 FMA chains (the compute ceiling)", [&gpu, &kernel, ranges, iters] {
-                 gpu.recorder().dispatch(kernel, ranges, std::as_bytes(std::span(&iters, 1)),
-                                         gpu::fold_workgroups(workgroups, gpu.device().limits().maxComputeWorkgroupsPerDimension),
-                                         "roofline fma");
-               }};
-  return f;
+  const double threads = backend::webgpu::kFmaWorkgroups * 256.0;
+  return std::make_unique<FmaWay>(gpu,
+                                  static_cast<uint32_t>(std::max(1.0, flops / (threads * backend::webgpu::kFmaFlopPerTrip))));
 }
 
 // Row k of a [rows, depth] @ [depth, cols] product, in double.
@@ -671,7 +658,7 @@ double check_ends(GpuContext& gpu, const OpCase& c, DType dtype, const gpu::Buff
 
 // A compute-bound op's ways as TFLOP/s and their ratio to the FMA kernel of ways[0].
 void report_flops(const OpCase& c, const FmaWay& fma, const std::vector<Way>& ways, nlohmann::json& op) {
-  const double ceiling = fma.flop / ways[0].timing.seconds;
+  const double ceiling = fma.fma.flop() / ways[0].timing.seconds;
   std::printf("%s (f32 FMA ceiling, interleaved: %.1f TFLOP/s)\n", c.label.c_str(), ceiling / 1e12);
   op["fma_tflops"] = ceiling / 1e12;
   for (size_t w = 1; w < ways.size(); ++w) {

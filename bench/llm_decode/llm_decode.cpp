@@ -24,7 +24,7 @@
 // without a prefill, and a payload of an older export (transformers 5.4-5.23) returns per-layer
 // cache positions before its logits, which only a .pte's method signature drops. After --warmup
 // steps, a second of copies on the same device brings an idle GPU's clock up, then --steps steps
-// are timed one by one. The copy bandwidth (a vec4 copy of --copy-mib, bench/common/copy_kernel.h;
+// are timed one by one. The copy bandwidth (a vec4 copy of --copy-mib, backend/webgpu/roofline.h;
 // memcpy on --device cpu) is measured after them. past + warmup + steps must stay within the
 // export's KV cache (2048 for the committed programs): the bench does not know the cache length,
 // and a step beyond it is not reported as an error.
@@ -45,12 +45,13 @@
 #include <optional>
 #include <thread>
 
-#include "common/copy_kernel.h"
+#include "backend/webgpu/roofline.h"
 #include "core/elements.h"
 #include "frontend/pte/pte_file.h"
 #include "io/bytes.h"
 #include "ir/payload.h"
 #include "ir/slot_visit.h"
+#include "llm/model_work.h"
 #include "llm/random_constants.h"
 #include "runtime/fusion.h"
 #include "wgml/error.h"
@@ -183,13 +184,19 @@ int list_instructions(const std::string& path) {
 }
 
 int list_constants(const std::string& path) {
-  const std::vector<llm::ConstantInfo> constants = llm::describe_constants(read_program(path));
+  const ir::Program program = read_program(path);
+  const std::vector<llm::ConstantInfo> constants = llm::describe_constants(program);
   int width = 0;
   for (const llm::ConstantInfo& c : constants) width = std::max(width, static_cast<int>(c.name.size()));
   for (const llm::ConstantInfo& c : constants)
     std::printf("%-*s %-8s %-16s %12llu B%s%s  %s\n", width, c.name.c_str(), std::string(dtype_name(c.dtype)).c_str(),
                 shape_text(c.shape).c_str(), static_cast<unsigned long long>(c.loaded_bytes),
                 c.written_by_init ? " (init chain)" : "", c.gathered_only ? " (gathered)" : "", llm::fill_name(c.fill));
+  const llm::ModelWork work = llm::model_work(program);
+  std::printf("read per decode step: %llu B; matrix-product weight elements: %llu a token, %llu a call\n",
+              static_cast<unsigned long long>(work.weight_bytes_per_step),
+              static_cast<unsigned long long>(work.product_elements_per_token),
+              static_cast<unsigned long long>(work.product_elements_per_call));
   return 0;
 }
 
@@ -197,14 +204,14 @@ struct ConstantTotals {
   uint64_t count = 0, loaded_bytes = 0, streamed_bytes = 0, file_bytes = 0;
 };
 
-ConstantTotals totals_of(const std::vector<llm::ConstantInfo>& constants) {
+ConstantTotals totals_of(const std::vector<llm::ConstantInfo>& constants, const llm::ModelWork& work) {
   ConstantTotals t;
   for (const llm::ConstantInfo& c : constants) {
     ++t.count;
     t.file_bytes += c.bytes;
     t.loaded_bytes += c.loaded_bytes;
-    if (!c.gathered_only) t.streamed_bytes += c.loaded_bytes;
   }
+  t.streamed_bytes = work.weight_bytes_per_step;
   return t;
 }
 
@@ -338,8 +345,8 @@ std::unique_ptr<backend::webgpu::GpuContext> copy_context(const Options& o) {
 
 Copy measure_copy(const Options& o, backend::webgpu::GpuContext* gpu) {
   if (gpu) {
-    const bench::CopyKernel copy(*gpu, bench::copy_bytes_within_limits(*gpu, o.copy_mib << 20));
-    const double bps = bench::copy_bandwidth(copy, *gpu, 10, 3, 0.5);
+    const backend::webgpu::CopyKernel copy(*gpu, backend::webgpu::copy_bytes_within_limits(*gpu, o.copy_mib << 20));
+    const double bps = backend::webgpu::copy_bandwidth(copy, *gpu, 10, 3, 0.5);
     return {"vec4 copy of " + std::to_string(copy.bytes() >> 20) + " MiB (read + write)", bps / 1e9};
   }
   std::vector<uint8_t> src(o.copy_mib << 20, 1), dst(o.copy_mib << 20);
@@ -355,8 +362,8 @@ Copy measure_copy(const Options& o, backend::webgpu::GpuContext* gpu) {
 // Keeps the GPU busy for a second so the timed steps start at its working clock.
 void raise_clocks(backend::webgpu::GpuContext* gpu) {
   if (!gpu) return;
-  const bench::CopyKernel copy(*gpu, bench::copy_bytes_within_limits(*gpu, uint64_t{64} << 20));
-  bench::keep_busy(copy, *gpu, 10, 1.0);
+  const backend::webgpu::CopyKernel copy(*gpu, backend::webgpu::copy_bytes_within_limits(*gpu, uint64_t{64} << 20));
+  backend::webgpu::keep_busy(copy, *gpu, 10, 1.0);
 }
 
 // The calling thread's CPU time: recording, planning and the driver's work on this thread, and any
@@ -529,8 +536,9 @@ nlohmann::json result_json(const Options& o, const ConstantTotals& totals, doubl
 }
 
 int bench_decode(const Options& o) {
-  const std::vector<llm::ConstantInfo> constants = llm::describe_constants(read_program(o.program));
-  const ConstantTotals totals = totals_of(constants);
+  const ir::Program program = read_program(o.program);
+  const std::vector<llm::ConstantInfo> constants = llm::describe_constants(program);
+  const ConstantTotals totals = totals_of(constants, llm::model_work(program));
   std::printf("%s: %llu constants, %.1f MB as loaded, %.1f MB read per token (%.1f MB only gathered from)\n", o.program.c_str(),
               static_cast<unsigned long long>(totals.count), totals.loaded_bytes / 1e6, totals.streamed_bytes / 1e6,
               (totals.loaded_bytes - totals.streamed_bytes) / 1e6);

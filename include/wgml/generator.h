@@ -143,7 +143,8 @@ class Generator {
 
   void bind_executorch_program();
   void bind_onnx_decoder(const DecoderConfig& config);
-  std::vector<Value> inputs_for(const Tensor& ids) const;
+  // The program's inputs for token ids into call_inputs_.
+  void fill_inputs(const Tensor& ids);
   // One call of the program on token ids [1, T]; returns its logits output.
   Tensor call(const Tensor& ids);
   template <class MayFeed, class Emit>
@@ -159,6 +160,8 @@ class Generator {
   std::vector<Tensor> cache_;
   std::vector<Tensor> empty_cache_;
   std::vector<size_t> cache_outputs_;
+  // A call's inputs and outputs, kept (emptied after each call) so that a decode step allocates none.
+  std::vector<Value> call_inputs_, call_outputs_;
   int64_t max_tokens_per_call_ = 1;
   int64_t vocab_size_ = 0;
   int64_t max_context_ = 0;

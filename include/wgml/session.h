@@ -12,9 +12,12 @@
 // thread to thread, as long as each call finishes before the next one starts on another thread
 // (a mutex, a join or a queue orders them); its state, KV cache included, carries over. The const
 // accessors (inputs, outputs, device_description, usable) may run at the same time as each other,
-// but not during run() or profile(). An output Tensor may be handed to another thread. Two threads
-// may read one Tensor (or copies sharing its storage) at once once its bytes are on the host; the
-// first data() of a WebGPU output downloads it, so make that first read on one thread.
+// but not during run() or profile(). An output Tensor may be handed to another thread, and any
+// Tensor, input or output, may be destroyed on any thread at any time, during the session's calls
+// too (its GPU buffers go back to the session's pool from there). Two threads may read one Tensor
+// (or copies sharing its storage) at once once its bytes are on the host; the first data() of a
+// WebGPU output downloads it through its session, so make that first read on one thread, and not
+// during the session's calls.
 // tests/api/session_concurrency_test.cpp checks this under ThreadSanitizer (tools/build.sh tsan).
 #include <map>
 #include <memory>
@@ -103,6 +106,11 @@ struct ProfileTotals {
   uint64_t pipelines_compiled = 0;  // during run()
   double other_ms = 0;              // the rest: submitting, waiting for the GPU, the executor's bookkeeping
   double gpu_busy_ms = 0;           // WebGPU runs: the kernels' GPU time (timestamp queries)
+  // WebGPU: the GPU time of the load's own kernels (the init chain's, and constants folded at load:
+  // weight transposes and their repacking), kept out of the ops above, which are the runs';
+  // reported by the first profile() after the load only.
+  double load_gpu_ms = 0;
+  uint64_t load_dispatches = 0;
 };
 
 // A tensor live at a run's memory peak.
@@ -147,6 +155,9 @@ class Session {
   // export writes get_max_ctx_len, get_prefill_chunk_size, ...), by name; empty for other formats.
   const std::map<std::string, int64_t>& metadata() const;
   std::vector<Value> run(const std::vector<Value>& inputs);
+  // The same into `outputs` (cleared first). A loop that keeps its vectors (a decode loop) makes
+  // no heap allocation in a steady WebGPU step.
+  void run(const std::vector<Value>& inputs, std::vector<Value>& outputs);
   // Greedy decoding's pick: the index of the largest value in the last row (last axis) of
   // `logits`, NaN above every number and the first among equals (MLX's argmax), as an int64 [1, 1]
   // tensor. On WebGPU, logits that live on the GPU are picked from there and the token stays there

@@ -7,13 +7,12 @@
 #include <vector>
 
 #include "wgml/dtype.h"
+#include "wgml/shape.h"
 
 namespace wgml {
 
 class DeviceData;
 struct TensorDeviceAccess;
-
-using Shape = std::vector<int64_t>;
 
 int64_t shape_numel(const Shape& shape);
 

@@ -20,7 +20,8 @@ DType dtype_named(const std::string& name) {
 }
 
 Tensor tensor_from_python(nb::handle item) {
-  const auto [name, shape, bytes] = nb::cast<std::tuple<std::string, Shape, Bytes>>(item);
+  const auto [name, dims, bytes] = nb::cast<std::tuple<std::string, std::vector<int64_t>, Bytes>>(item);
+  const Shape shape(dims);
   const DType dtype = dtype_named(name);
   for (int64_t d : shape)
     if (d < 0) throw Error(ErrorCode::InvalidArgument, "a tensor dimension of " + std::to_string(d));

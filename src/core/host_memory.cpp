@@ -1,5 +1,9 @@
 #include "core/host_memory.h"
 
+#include <cstring>
+
+#include "core/recycled.h"
+
 namespace wgml {
 
 void MemoryCounter::add(uint64_t bytes) {
@@ -16,12 +20,22 @@ MemoryCounter& host_tensor_memory() {
 
 std::shared_ptr<uint8_t[]> allocate_tensor_bytes(size_t size) {
   const size_t bytes = size == 0 ? 1 : size;
-  std::shared_ptr<uint8_t[]> out(new uint8_t[bytes](), [bytes](uint8_t* p) {
-    host_tensor_memory().remove(bytes);
-    delete[] p;
-  });
   host_tensor_memory().add(bytes);
-  return out;
+  // A few positions or a row of RoPE's angles, made every step: from the recycled blocks.
+  if (bytes <= kMaxRecycledBlock) {
+    auto* p = static_cast<uint8_t*>(take_recycled_block(bytes));
+    std::memset(p, 0, bytes);
+    return {p,
+            [bytes](uint8_t* q) {
+              host_tensor_memory().remove(bytes);
+              give_back_recycled_block(q, bytes);
+            },
+            RecyclingAllocator<uint8_t>()};
+  }
+  return {new uint8_t[bytes](), [bytes](uint8_t* p) {
+            host_tensor_memory().remove(bytes);
+            delete[] p;
+          }};
 }
 
 }  // namespace wgml

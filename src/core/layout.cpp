@@ -41,8 +41,8 @@ int normalize_axis(int axis, int rank) {
   return a;
 }
 
-std::vector<int64_t> contiguous_strides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size(), 1);
   for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
   return strides;
 }

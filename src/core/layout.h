@@ -11,7 +11,7 @@ namespace wgml {
 int normalize_axis(int axis, int rank);
 
 // Row-major strides in elements.
-std::vector<int64_t> contiguous_strides(const Shape& shape);
+Shape contiguous_strides(const Shape& shape);
 
 // x[..., index, ...] along `axis`, dropping that axis.
 Tensor take_index(const Tensor& x, int axis, int64_t index);

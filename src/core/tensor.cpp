@@ -5,6 +5,7 @@
 #include "core/device_data.h"
 #include "core/host_memory.h"
 #include "core/memory_budget.h"
+#include "core/recycled.h"
 #include "wgml/error.h"
 
 namespace wgml {
@@ -42,15 +43,14 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   const size_t size = nbytes();
   MemoryCharge charge(size, dtype_, shape_);  // refuses before allocating
   auto bytes = allocate_tensor_bytes(size);
-  storage_ = std::make_shared<Storage>(Storage{bytes, bytes.get(), size, true, nullptr, std::move(charge), {}});
+  storage_ = make_recycled<Storage>(Storage{bytes, bytes.get(), size, true, nullptr, std::move(charge), {}});
 }
 
 Tensor Tensor::view(DType dtype, Shape shape, std::shared_ptr<const void> owner, const uint8_t* data) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  t.storage_ =
-      std::make_shared<Storage>(Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr, {}, {}});
+  t.storage_ = make_recycled<Storage>(Storage{std::move(owner), const_cast<uint8_t*>(data), t.nbytes(), false, nullptr, {}, {}});
   return t;
 }
 
@@ -87,7 +87,7 @@ Tensor TensorDeviceAccess::on_device(DType dtype, Shape shape, std::shared_ptr<c
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   MemoryCharge charge(t.nbytes(), t.dtype_, t.shape_);
-  t.storage_ = std::make_shared<Tensor::Storage>(
+  t.storage_ = make_recycled<Tensor::Storage>(
       Tensor::Storage{nullptr, nullptr, t.nbytes(), false, std::move(device), std::move(charge), {}});
   return t;
 }

@@ -101,6 +101,7 @@ void PooledBuffer::reset_after(uint64_t last_use) {
 }
 
 BufferPool::~BufferPool() {
+  const std::lock_guard lock(mutex_);
   device_.drain();  // a free buffer may still be read by submitted work
   for (auto& [key, buffers] : free_)
     for (const FreeBuffer& b : buffers) destroy(b.handle, key.second);
@@ -118,6 +119,7 @@ PooledBuffer BufferPool::acquire(uint64_t bytes, BufferKind kind, std::string_vi
   uint64_t capacity = size_class(size);
   if (capacity > limits.maxBufferSize) capacity = size;
 
+  const std::lock_guard lock(mutex_);
   PooledBuffer out;
   out.size_ = size;
   out.capacity_ = capacity;
@@ -204,19 +206,32 @@ bool BufferPool::take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out
 }
 
 void BufferPool::give_back(PooledBuffer& buffer, uint64_t fence) {
+  const std::lock_guard lock(mutex_);
   free_[{buffer.kind_, buffer.capacity_}].push_back({buffer.handle_, buffer.id_, fence});
   ++stats_.free_buffers;
   --stats_.buffers_in_use;
   stats_.bytes_in_use -= buffer.capacity_;
 }
 
+BufferPool::Stats BufferPool::stats() const {
+  const std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void BufferPool::restart_sequence() {
+  const std::lock_guard lock(mutex_);
+  position_ = 0;
+}
+
 void BufferPool::reset_peaks() {
+  const std::lock_guard lock(mutex_);
   stats_.peak_bytes_allocated = stats_.bytes_allocated;
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
 }
 
 void BufferPool::trim() {
   const uint64_t completed = device_.completed();
+  const std::lock_guard lock(mutex_);
   for (auto& [key, buffers] : free_) {
     const uint64_t capacity = key.second;
     std::erase_if(buffers, [&](const FreeBuffer& b) {

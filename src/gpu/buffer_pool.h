@@ -2,6 +2,7 @@
 // GPU buffers by size class, reused once the GPU has finished the work that last used them.
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -40,7 +41,8 @@ uint64_t next_buffer_id();
 void map_for_reading(Device& device, WGPUBuffer buffer, uint64_t size, std::string_view op);
 
 // A buffer on loan from a BufferPool; going out of scope returns it. Move-only. The pool must
-// outlive its buffers.
+// outlive its buffers. It may go out of scope on any thread, while the pool's owner records work
+// (an input or output tensor of a session freed by another thread).
 class PooledBuffer {
  public:
   PooledBuffer() = default;
@@ -90,7 +92,7 @@ class BufferPool {
   // Marks the start of a run. The storage requests of a run that repeats the previous one's (a
   // decode step) get, where it is free, the buffer the same request got then: the recorder's bind
   // groups, keyed by buffer ids, are then found instead of made at every step.
-  void restart_sequence() { position_ = 0; }
+  void restart_sequence();
 
   struct Stats {
     uint64_t created = 0;  // buffers made by the device
@@ -102,7 +104,7 @@ class BufferPool {
     uint64_t peak_bytes_allocated = 0;
     uint64_t peak_bytes_in_use = 0;
   };
-  const Stats& stats() const { return stats_; }
+  Stats stats() const;
   // Starts new peaks from what is allocated and in use now.
   void reset_peaks();
   Device& device() { return device_; }
@@ -124,6 +126,9 @@ class BufferPool {
   void destroy(WGPUBuffer handle, uint64_t capacity);
 
   Device& device_;
+  // Guards what follows: buffers come back from any thread (PooledBuffer) while the pool's owner
+  // takes them. No PooledBuffer is destroyed while it is held.
+  mutable std::mutex mutex_;
   std::map<ClassKey, std::vector<FreeBuffer>> free_;
   std::vector<std::pair<uint64_t, uint64_t>> lent_in_order_;  // (id, class) of the run's storage requests
   size_t position_ = 0;                                       // the next storage request's place in the run

@@ -1,6 +1,7 @@
 #include "gpu/device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <mutex>
@@ -13,7 +14,8 @@ namespace wgml::gpu {
 
 // Written by the implementation's callbacks, which get a pointer to it as userdata.
 struct Device::State {
-  uint64_t submitted = 0;
+  // Atomic: a buffer freed on another thread than the one using the device reads it for its fence.
+  std::atomic<uint64_t> submitted = 0;
   uint64_t completed = 0;  // on_work_done runs inside pump_events, on the thread using the device
   // The device-lost callback (AllowSpontaneous) and the uncaptured-error callback may run on any
   // thread at any time (webgpu.h), so what they write is read under this lock.
@@ -413,7 +415,7 @@ WGPUBuffer Device::create_buffer(uint64_t size, WGPUFlags usage, std::string_vie
     throw GpuError(GpuErrorKind::TooLarge, op,
                    "a buffer of " + std::to_string(size) + " bytes is above maxBufferSize (" +
                        std::to_string(limits_.maxBufferSize) + ") of " + adapter_.name);
-  ErrorScope scope(*this, std::string(op));
+  ErrorScope scope(*this, op);
   WGPUBufferDescriptor desc{};
   desc.label = view(label);
   desc.usage = usage;
@@ -449,7 +451,9 @@ void Device::drain() noexcept {
 
 uint64_t Device::completed() {
   pump_events(false);
-  while (!in_flight_.empty() && in_flight_.front().first <= state_->completed) in_flight_.pop_front();
+  const auto unfinished =
+      std::find_if(in_flight_.begin(), in_flight_.end(), [&](const auto& entry) { return entry.first > state_->completed; });
+  in_flight_.erase(in_flight_.begin(), unfinished);
   return state_->completed;
 }
 
@@ -468,7 +472,7 @@ void Device::wait(uint64_t serial, std::string_view op) {
 
 // ---- ErrorScope ------------------------------------------------------------------------------
 
-Device::ErrorScope::ErrorScope(Device& device, std::string op) : device_(device), op_(std::move(op)) {
+Device::ErrorScope::ErrorScope(Device& device, std::string_view op) : device_(device), op_(op) {
   for (WGPUErrorFilter filter : kScopeFilters) device_.fn().DevicePushErrorScope(device_.device_, filter);
 }
 

@@ -2,8 +2,8 @@
 // The WebGPU adapter and device: choosing the adapter, requesting its limits and the features
 // that help, turning the implementation's errors into GpuErrors, and tracking submissions so
 // that other parts know when the GPU has finished with a piece of work.
+#include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -90,7 +90,7 @@ class Device {
 
   // A recorder tells the device while it holds commands not yet submitted, so that work_fence()
   // covers them: a buffer released now is free once submission work_fence() has finished.
-  void set_unsubmitted_work(bool pending) { unsubmitted_work_ = pending; }
+  void set_unsubmitted_work(bool pending) { unsubmitted_work_.store(pending); }
   uint64_t work_fence() const { return last_submitted() + (unsubmitted_work_ ? 1 : 0); }
 
   // Drives the implementation's callbacks until `done` is set (by a callback). Throws Timeout or
@@ -102,7 +102,8 @@ class Device {
   // the destructor pops the scopes and drops their errors.
   class ErrorScope {
    public:
-    ErrorScope(Device& device, std::string op);
+    // `op` names the work in errors; the caller keeps it alive while the scope is open.
+    ErrorScope(Device& device, std::string_view op);
     ~ErrorScope();
     ErrorScope(const ErrorScope&) = delete;
     ErrorScope& operator=(const ErrorScope&) = delete;
@@ -110,7 +111,7 @@ class Device {
 
    private:
     Device& device_;
-    std::string op_;
+    std::string_view op_;
     bool open_ = true;
   };
 
@@ -133,9 +134,11 @@ class Device {
   AdapterDescription adapter_;
   WGPULimits limits_{};
   DeviceFeatures features_;
-  bool unsubmitted_work_ = false;
-  // Submissions not yet known to be finished, with the implementation's index for DevicePoll.
-  std::deque<std::pair<uint64_t, WGPUSubmissionIndex>> in_flight_;
+  // Atomic, as State::submitted: read by work_fence() on the thread that frees a buffer.
+  std::atomic<bool> unsubmitted_work_ = false;
+  // Submissions not yet known to be finished, with the implementation's index for DevicePoll, in
+  // submission order (a vector: a few entries, whose capacity the first steps set).
+  std::vector<std::pair<uint64_t, WGPUSubmissionIndex>> in_flight_;
 };
 
 // Rounds `value` up to a multiple of `alignment` (a power of two or any positive number).

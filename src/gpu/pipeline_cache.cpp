@@ -120,7 +120,8 @@ void PipelineCache::create_pipeline(Kernel& kernel) {
   const api::Functions& fn = device_.fn();
   const WGPUDevice device = device_.handle();
   const KernelSource& spec = kernel.spec;
-  Device::ErrorScope scope(device_, "compiling kernel '" + spec.label + "'");
+  const std::string what = "compiling kernel '" + spec.label + "'";
+  Device::ErrorScope scope(device_, what);
 
   WGPUShaderSourceWGSL source{};
   source.chain.sType = WGPUSType_ShaderSourceWGSL;

@@ -167,7 +167,8 @@ WGPUBindGroup Recorder::bind_group(const Kernel& kernel, std::span<const BufferR
   desc.layout = kernel.bind_group_layout;
   desc.entryCount = entries.size();
   desc.entries = entries.data();
-  Device::ErrorScope scope(device_, "binding the buffers of " + std::string(op));
+  const std::string what = "binding the buffers of " + std::string(op);
+  Device::ErrorScope scope(device_, what);
   WGPUBindGroup group = device_.fn().DeviceCreateBindGroup(device_.handle(), &desc);
   try {
     scope.close();
@@ -241,8 +242,13 @@ void Recorder::submit() {
   const WGPUCommandBuffer commands = fn.CommandEncoderFinish(encoder_, nullptr);
   fn.CommandEncoderRelease(encoder_);
   encoder_ = nullptr;
-  const std::string op = first_op_.empty() ? std::string("submitting copies")
-                                           : "submitting the dispatches from '" + first_op_ + "' to '" + last_op_ + "'";
+  // Kept in a member whose capacity the first submissions set: a steady step builds no string.
+  submit_label_.clear();
+  if (first_op_.empty())
+    submit_label_ = "submitting copies";
+  else
+    submit_label_.append("submitting the dispatches from '").append(first_op_).append("' to '").append(last_op_).append("'");
+  const std::string& op = submit_label_;
   try {
     // wgpu-native aborts the process when given an invalid command buffer, so errors are
     // checked here and such commands are never submitted.
@@ -281,7 +287,7 @@ void Recorder::upload(const BufferRange& destination, std::span<const std::byte>
     data = padded.data();
   }
   const api::Functions& fn = device_.fn();
-  Device::ErrorScope scope(device_, std::string(op));
+  Device::ErrorScope scope(device_, op);
   if (!encoder_) {
     // Nothing recorded: a queue write lands before every later submission, as it should.
     fn.QueueWriteBuffer(device_.queue(), destination.buffer, destination.offset, data, padded_size);
@@ -309,14 +315,20 @@ void Recorder::copy(const BufferRange& source, const BufferRange& destination, s
 }
 
 std::vector<std::byte> Recorder::read(const BufferRange& source, std::string_view op) {
-  check_copy_alignment(source, op, "readback");
-  traffic_.bytes_read += source.size;
   std::vector<std::byte> out(source.size);
+  read(source, out, op);
+  return out;
+}
+
+void Recorder::read(const BufferRange& source, std::span<std::byte> out, std::string_view op) {
+  check_copy_alignment(source, op, "readback");
+  if (out.size() != source.size)
+    invalid(op, "a readback of " + std::to_string(source.size) + " bytes into " + std::to_string(out.size()));
+  traffic_.bytes_read += source.size;
   for (uint64_t done = 0; done < source.size; done += options_.readback_chunk_bytes) {
     const uint64_t size = std::min(options_.readback_chunk_bytes, source.size - done);
     read_chunk({source.buffer, source.id, source.offset + done, size}, out.data() + done, op);
   }
-  return out;
 }
 
 Recorder::PendingRead Recorder::start_read(const BufferRange& source, std::string_view op) {
@@ -335,17 +347,22 @@ Recorder::PendingRead Recorder::start_read(const BufferRange& source, std::strin
 }
 
 std::vector<std::byte> Recorder::finish_read(PendingRead& read, std::string_view op) {
+  std::vector<std::byte> out(read.staging.size());
+  finish_read(read, out, op);
+  return out;
+}
+
+void Recorder::finish_read(PendingRead& read, std::span<std::byte> out, std::string_view op) {
   if (!read.staging) invalid(op, "a readback finished twice");
+  const uint64_t size = read.staging.size();
+  if (out.size() != size) invalid(op, "a readback of " + std::to_string(size) + " bytes into " + std::to_string(out.size()));
   device_.wait(read.serial, op);
   const api::Functions& fn = device_.fn();
-  const uint64_t size = read.staging.size();
   map_for_reading(device_, read.staging.handle(), size, op);
-  std::vector<std::byte> out(size);
   std::memcpy(out.data(), fn.BufferGetConstMappedRange(read.staging.handle(), 0, size), size);
   fn.BufferUnmap(read.staging.handle());
   read.staging.reset_after(read.serial);
   device_.check(op);
-  return out;
 }
 
 void Recorder::read_chunk(const BufferRange& source, std::byte* out, std::string_view op) {

@@ -63,6 +63,8 @@ class Recorder {
   // Submits everything recorded, waits for it, and returns the bytes of `source` (offset and size
   // multiples of 4), read in steps of at most readback_chunk_bytes.
   std::vector<std::byte> read(const BufferRange& source, std::string_view op);
+  // The same into `out` (source.size bytes).
+  void read(const BufferRange& source, std::span<std::byte> out, std::string_view op);
 
   // A readback in two halves, for small results the host needs a little later (a sampled token):
   // start_read() records the copy of `source` after the work recorded so far and submits it;
@@ -74,6 +76,8 @@ class Recorder {
   };
   PendingRead start_read(const BufferRange& source, std::string_view op);
   std::vector<std::byte> finish_read(PendingRead& read, std::string_view op);
+  // The same into `out` (the read's size): a read that repeats allocates nothing.
+  void finish_read(PendingRead& read, std::span<std::byte> out, std::string_view op);
 
   // Submits what has been recorded (nothing happens when nothing was). Validation errors found
   // while recording are thrown here, and the commands are dropped rather than submitted.
@@ -118,6 +122,7 @@ class Recorder {
 
   WGPUCommandEncoder encoder_ = nullptr;
   WGPUComputePassEncoder pass_ = nullptr;
+  std::string submit_label_;                 // what a submission is called in its errors
   std::optional<Device::ErrorScope> scope_;  // collects the errors of the open recording
   const Kernel* pipeline_in_pass_ = nullptr;
   WGPUBindGroup group_in_pass_ = nullptr;

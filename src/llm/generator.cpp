@@ -182,10 +182,11 @@ void Generator::reset() {
   cache_ = empty_cache_;
 }
 
-std::vector<Value> Generator::inputs_for(const Tensor& ids) const {
+void Generator::fill_inputs(const Tensor& ids) {
   const int64_t n = ids.numel();
   const auto at_position = [&](int64_t i) { return position_ + i; };
-  std::vector<Value> inputs;
+  std::vector<Value>& inputs = call_inputs_;
+  inputs.clear();
   for (const InputFeed& input : feeds_) {
     switch (input.feed) {
       case Feed::TokenIds:
@@ -208,7 +209,6 @@ std::vector<Value> Generator::inputs_for(const Tensor& ids) const {
         break;
     }
   }
-  return inputs;
 }
 
 Tensor Generator::call(const Tensor& ids) {
@@ -216,7 +216,10 @@ Tensor Generator::call(const Tensor& ids) {
   if (n < 1 || n > max_tokens_per_call_)
     throw Error(ErrorCode::InvalidArgument,
                 "generate: a call takes 1 to " + std::to_string(max_tokens_per_call_) + " tokens, found " + std::to_string(n));
-  const std::vector<Value> outputs = session_.run(inputs_for(ids));
+  fill_inputs(ids);
+  session_.run(call_inputs_, call_outputs_);
+  call_inputs_.clear();
+  const std::vector<Value>& outputs = call_outputs_;
   position_ += n;
   // The presents go back in as they came out: on WebGPU their bytes stay in GPU buffers.
   for (size_t entry = 0; entry < cache_outputs_.size(); ++entry) {
@@ -229,7 +232,9 @@ Tensor Generator::call(const Tensor& ids) {
   if (!logits || logits->numel() < vocab_size_ || logits->numel() % vocab_size_ != 0)
     throw Error(ErrorCode::Runtime, "generate: output " + std::to_string(logits_output_) +
                                         " is not a whole number of logits rows of " + std::to_string(vocab_size_));
-  return *logits;
+  Tensor out = *logits;
+  call_outputs_.clear();  // the outputs' buffers go back to the pool as the caller drops them
+  return out;
 }
 
 std::vector<float> Generator::forward(std::span<const int64_t> tokens) {
@@ -311,6 +316,7 @@ std::vector<int64_t> Generator::generate(std::span<const int64_t> prompt, const 
   }
   stats_.prefill_ms = ms_since(start);
   std::vector<int64_t> made;
+  made.reserve(static_cast<size_t>(std::clamp<int64_t>(options.max_new_tokens, 0, context > 0 ? context : int64_t{1} << 16)));
   const RunStats before_decode = session_.totals();
   Clock::time_point decode_start = Clock::now();
   // Takes a new token; false when generation ends with it.

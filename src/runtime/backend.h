@@ -70,6 +70,12 @@ class Backend {
   virtual void attach(ExecContext& ctx) const {}
   // Called after each run's main chain: a backend starts the work it has queued.
   virtual void end_run(ExecContext& ctx) const {}
+  // Called for each tensor an instruction folded at load wrote (runtime/constant_folding.h), right
+  // after it ran: a backend may keep it in a more compact form, since it lives as long as the model.
+  virtual void settle_folded(const Tensor& t) const {}
+  // Called once the constants are folded and those nothing reads anymore let go: a backend may give
+  // back the memory that load-time work used.
+  virtual void end_load() const {}
   virtual DeviceMemory device_memory() const { return {}; }
   // Where `instruction` reads its tensors (runtime/copy_drops.h). Unknown unless a backend knows.
   virtual ReadSide read_side(const ir::Instruction& instruction) const { return ReadSide::Unknown; }

@@ -1,5 +1,7 @@
 #include "runtime/constant_folding.h"
 
+#include <map>
+
 #include "ir/slot_visit.h"
 
 namespace wgml::runtime {
@@ -67,6 +69,48 @@ std::vector<Tid> tensors_written(const ir::Instruction& instruction) {
   return out;
 }
 
+namespace {
+
+// FoldingPlan::dead_after and settle_after, in one walk of the main chain: the last folded reader
+// of each dead constant, and of each folded result until its slot is written again (exporters
+// reuse temp slots; the main chain never writes a constant).
+void plan_fold_lifetimes(const ir::Program& p, FoldingPlan& plan) {
+  const auto& main = p.chains[p.main_chain_idx].instructions;
+  plan.dead_after.resize(main.size());
+  plan.settle_after.resize(main.size());
+  std::vector<size_t> constant_reader(p.num_constant_tensors, main.size());
+  struct Pending {
+    size_t writer = 0, last_reader = 0;
+  };
+  std::map<uint32_t, Pending> live;  // by slot: a folded result not settled yet
+  const auto settle = [&](uint32_t slot) {
+    const auto it = live.find(slot);
+    if (it == live.end()) return;
+    plan.settle_after[it->second.last_reader].emplace_back(it->second.writer, Tid{slot});
+    live.erase(it);
+  };
+  for (size_t i = 0; i < main.size(); ++i) {
+    if (plan.folded[i])
+      ir::visit_slots(
+          main[i],
+          [&](Tid t, FieldRole role, std::string_view) {
+            if (role == FieldRole::Write) return;
+            if (t.idx < p.num_constant_tensors) constant_reader[t.idx] = i;
+            if (const auto it = live.find(t.idx); it != live.end()) it->second.last_reader = i;
+          },
+          [](Vid, std::string_view) {});
+    for (Tid t : tensors_written(main[i])) {
+      settle(t.idx);
+      if (plan.folded[i]) live[t.idx] = {i, i};
+    }
+  }
+  while (!live.empty()) settle(live.begin()->first);
+  for (uint32_t t : plan.dead_constants)
+    if (constant_reader[t] < main.size()) plan.dead_after[constant_reader[t]].push_back(t);
+}
+
+}  // namespace
+
 FoldingPlan plan_constant_folding(const ir::Program& p) {
   FoldingPlan plan;
   const auto& main = p.chains[p.main_chain_idx].instructions;
@@ -97,6 +141,7 @@ FoldingPlan plan_constant_folding(const ir::Program& p) {
     if (s.type == ir::SlotType::Tensor && s.idx < p.num_constant_tensors) still_read[s.idx] = true;
   for (uint32_t t = 0; t < p.num_constant_tensors; ++t)
     if (!still_read[t]) plan.dead_constants.push_back(t);
+  plan_fold_lifetimes(p, plan);
   return plan;
 }
 

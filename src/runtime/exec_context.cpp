@@ -68,8 +68,8 @@ int32_t ExecContext::resolve_int32(const ir::IntOrVid& v, const std::string& wha
   return checked_int32(resolve(v), what);
 }
 
-std::vector<int64_t> ExecContext::resolve(const std::vector<ir::IntOrVid>& v) const {
-  std::vector<int64_t> out;
+Shape ExecContext::resolve(const std::vector<ir::IntOrVid>& v) const {
+  Shape out;
   out.reserve(v.size());
   for (const auto& item : v) out.push_back(resolve(item));
   return out;

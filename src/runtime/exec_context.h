@@ -42,7 +42,7 @@ class ExecContext {
   // IntOrVid: in programs without int64_values literals clamp to int32, as the MLX runtime reads
   // them (INT64_MAX becomes the "to the end" INT32_MAX); with it they are kept whole.
   int64_t resolve(const ir::IntOrVid& v) const;
-  std::vector<int64_t> resolve(const std::vector<ir::IntOrVid>& v) const;
+  Shape resolve(const std::vector<ir::IntOrVid>& v) const;
   // The int of a literal or value IntOrVidOrTid (a tensor one is read by its kernel).
   int64_t resolve_int(const ir::IntOrVidOrTid& v) const;
   // resolve() for a consumer that takes int32 (an axis, a kth): a value outside int32 fails with

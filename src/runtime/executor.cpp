@@ -24,13 +24,13 @@ std::string describe_shape(const Shape& s) {
   return out + "]";
 }
 
-void check_input_tensor(const Tensor& t, const ir::TensorMeta& meta, const std::string& name) {
+void check_input_tensor(const Tensor& t, const ir::TensorMeta& meta, const InputLabel& name) {
   if (t.dtype() != meta.dtype)
-    throw Error(ErrorCode::InvalidArgument, name + ": expected dtype " + std::string(dtype_name(meta.dtype)) + ", found " +
+    throw Error(ErrorCode::InvalidArgument, name.str() + ": expected dtype " + std::string(dtype_name(meta.dtype)) + ", found " +
                                                 std::string(dtype_name(t.dtype())));
   if (static_cast<size_t>(t.rank()) != meta.shape.size())
-    throw Error(ErrorCode::InvalidArgument,
-                name + ": expected rank " + std::to_string(meta.shape.size()) + ", found shape " + describe_shape(t.shape()));
+    throw Error(ErrorCode::InvalidArgument, name.str() + ": expected rank " + std::to_string(meta.shape.size()) +
+                                                ", found shape " + describe_shape(t.shape()));
   // A dynamic dim's lower bound is informational, as in ExecuTorch: torch.export raises a minimum of
   // 1 to 2 and the runner still decodes one token. The upper bound is the memory plan's capacity.
   for (size_t d = 0; d < meta.shape.size(); ++d) {
@@ -39,20 +39,20 @@ void check_input_tensor(const Tensor& t, const ir::TensorMeta& meta, const std::
     const bool ok = dim.is_static() ? n == dim.value : dim.max_value < 0 || n <= dim.max_value;
     if (!ok)
       throw Error(ErrorCode::InvalidArgument,
-                  name + ": dimension " + std::to_string(d) + " is " + std::to_string(n) + ", expected " +
+                  name.str() + ": dimension " + std::to_string(d) + " is " + std::to_string(n) + ", expected " +
                       (dim.is_static() ? std::to_string(dim.value)
                                        : "at most " + std::to_string(dim.max_value) + " (the program's upper bound)"));
   }
 }
 
 // An input the delegate never reads is still checked as ExecuTorch's Method::set_input would.
-void check_unused_input(const Value& v, const ir::MethodInput& declared, const std::string& name) {
+void check_unused_input(const Value& v, const ir::MethodInput& declared, const InputLabel& name) {
   if (declared.type == ir::SlotType::Int) {
-    if (!std::holds_alternative<int64_t>(v)) throw Error(ErrorCode::InvalidArgument, name + ": expected an int value");
+    if (!std::holds_alternative<int64_t>(v)) throw Error(ErrorCode::InvalidArgument, name.str() + ": expected an int value");
     return;
   }
   const Tensor* t = std::get_if<Tensor>(&v);
-  if (!t || !t->defined()) throw Error(ErrorCode::InvalidArgument, name + ": expected a tensor");
+  if (!t || !t->defined()) throw Error(ErrorCode::InvalidArgument, name.str() + ": expected a tensor");
   check_input_tensor(*t, declared.meta, name);
 }
 
@@ -102,10 +102,17 @@ void Executor::fold_constants() {
     if (!folding_.folded[i]) continue;
     run_instruction(p.main_chain_idx, i, main[i]);
     for (ir::Tid t : tensors_written(main[i])) folded_results_[i].emplace_back(t, ctx_.tensor(t));
+    // Each result in its compact form once the fold has read it as made; each weight a product
+    // reads transposed let go: held once, not twice or three times, while the rest fold.
+    for (const auto& [writer, slot] : folding_.settle_after[i])
+      for (const auto& [written, tensor] : folded_results_[writer])
+        if (written == slot) backend_.settle_folded(tensor);
+    for (uint32_t t : folding_.dead_after[i]) ctx_.clear_tensor(ir::Tid{t});
   }
   backend_.end_run(ctx_);
   reset_transients();
   for (uint32_t t : folding_.dead_constants) ctx_.clear_tensor(ir::Tid{t});
+  backend_.end_load();
 }
 
 bool Executor::handles_natively(size_t union_id) { return is_native_op(union_id); }
@@ -133,10 +140,16 @@ void Executor::zero_mutable_buffers() {
 }
 
 std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
+  std::vector<Value> outputs;
+  run(inputs, outputs);
+  return outputs;
+}
+
+void Executor::run(const std::vector<Value>& inputs, std::vector<Value>& outputs) {
   const ir::Program& p = model_->program;
   bind_inputs(inputs);
   if (profiling_) memory_watch_.start_run();
-  std::vector<Value> outputs;
+  outputs.clear();
   try {
     run_chain(p.main_chain_idx);
     backend_.end_run(ctx_);
@@ -148,41 +161,43 @@ std::vector<Value> Executor::run(const std::vector<Value>& inputs) {
     throw;
   }
   reset_transients();
-  return outputs;
 }
 
 void Executor::bind_inputs(const std::vector<Value>& inputs) {
   const auto& declared = model_->method_inputs;
   if (declared.empty()) {
     check_input_count(inputs.size(), model_->program.inputs.size(), model_->path);
-    for (size_t i = 0; i < inputs.size(); ++i) bind_input(i, inputs[i], input_name(i));
+    for (size_t i = 0; i < inputs.size(); ++i) bind_input(i, inputs[i], InputLabel{model_->path, i});
     return;
   }
   check_input_count(inputs.size(), declared.size(), model_->path);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (declared[i].program_input)
-      bind_input(*declared[i].program_input, inputs[i], input_name(i));
+      bind_input(*declared[i].program_input, inputs[i], InputLabel{model_->path, i});
     else
-      check_unused_input(inputs[i], declared[i], input_name(i) + " (unused by the program)");
+      check_unused_input(inputs[i], declared[i], InputLabel{model_->path, i, true});
   }
 }
 
-std::string Executor::input_name(size_t i) const { return model_->path + ": input " + std::to_string(i); }
+std::string InputLabel::str() const {
+  return path + ": input " + std::to_string(index) + (unused ? " (unused by the program)" : "");
+}
 
-void Executor::bind_input(size_t i, const Value& v, const std::string& name) {
+void Executor::bind_input(size_t i, const Value& v, const InputLabel& name) {
   const ir::Slot& slot = model_->program.inputs[i];
   if (slot.type == ir::SlotType::Tensor) {
     const Tensor* t = std::get_if<Tensor>(&v);
-    if (!t || !t->defined()) throw Error(ErrorCode::InvalidArgument, name + ": expected a tensor");
+    if (!t || !t->defined()) throw Error(ErrorCode::InvalidArgument, name.str() + ": expected a tensor");
     if (const ir::TensorMeta* meta = model_->program.meta(ir::Tid{slot.idx})) check_input_tensor(*t, *meta, name);
     ctx_.set_tensor(ir::Tid{slot.idx}, *t);
     return;
   }
   const int64_t* n = std::get_if<int64_t>(&v);
   if (slot.type != ir::SlotType::Int || !n)
-    throw Error(ErrorCode::InvalidArgument, name + ": expected an int value (the MLX runtime accepts only int value inputs)");
+    throw Error(ErrorCode::InvalidArgument,
+                name.str() + ": expected an int value (the MLX runtime accepts only int value inputs)");
   if (!model_->program.int64_values && (*n < std::numeric_limits<int32_t>::min() || *n > std::numeric_limits<int32_t>::max()))
-    throw Error(ErrorCode::InvalidArgument, name + ": value " + std::to_string(*n) + " does not fit in int32");
+    throw Error(ErrorCode::InvalidArgument, name.str() + ": value " + std::to_string(*n) + " does not fit in int32");
   ctx_.set_value(ir::Vid{slot.idx}, *n);
 }
 

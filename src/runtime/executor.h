@@ -19,6 +19,14 @@
 
 namespace wgml::runtime {
 
+// An input as errors name it ("model.pte: input 2"), the string made only when one is thrown.
+struct InputLabel {
+  const std::string& path;
+  size_t index;
+  bool unused = false;  // an input the program never reads
+  std::string str() const;
+};
+
 class Executor {
  public:
   Executor(std::shared_ptr<const ir::Model> model, const Backend& backend);
@@ -26,6 +34,8 @@ class Executor {
   // Positional inputs in the method's order (Model::method_inputs, else input_map order); returns
   // outputs in the method's order (Model::method_outputs, else output_map order).
   std::vector<Value> run(const std::vector<Value>& inputs);
+  // The same into `outputs` (cleared first): a caller that keeps the vector allocates none.
+  void run(const std::vector<Value>& inputs, std::vector<Value>& outputs);
   // Back to the state after loading: mutable buffers zero, the init chain run again.
   void reset();
 
@@ -53,8 +63,7 @@ class Executor {
   void fold_constants();
   void zero_mutable_buffers();
   void bind_inputs(const std::vector<Value>& inputs);
-  void bind_input(size_t i, const Value& v, const std::string& name);
-  std::string input_name(size_t i) const;
+  void bind_input(size_t i, const Value& v, const InputLabel& name);
   Value take_output(size_t i);
   void reset_transients();
 

@@ -1,8 +1,9 @@
 // What include/wgml/session.h promises about threads, on the CPU reference and on WebGPU (skipped
 // where the machine has no WebGPU device): two sessions run at once from two threads, and one
 // session is used from two threads in turn (its KV cache carries over), each giving the outputs of
-// the same steps run on one thread. Built under ThreadSanitizer by `tools/build.sh tsan`, which
-// reports any data race these runs contain (docs/reliability.md, "Threads").
+// the same steps run on one thread; and a session's tensors are freed on other threads while it
+// runs. Built under ThreadSanitizer by `tools/build.sh tsan`, which reports any data race these
+// runs contain (docs/reliability.md, "Threads").
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -98,6 +99,30 @@ TEST_P(SessionThreads, OneSessionUsedFromTwoThreadsInTurnKeepsItsState) {
   std::thread second([&] { run_steps(session, 1, kSteps, got); });
   second.join();
   expect_same_outputs(got, want);
+}
+
+// Inputs and outputs of earlier runs, freed by other threads while the session runs on: their GPU
+// buffers go back to the session's pool from there (the Python binding frees a run's inputs after
+// releasing the session's lock).
+TEST_P(SessionThreads, TensorsFreedOnOtherThreadsWhileTheSessionRuns) {
+  const StepOutputs want = one_thread_outputs();
+  Session session = open_session();
+  std::vector<std::thread> freers;
+  for (int round = 0; round < 6; ++round) {
+    session.reset();
+    StepOutputs got;
+    std::vector<std::vector<Value>> fed;
+    for (int step = 0; step < kSteps; ++step) {
+      fed.push_back(step_inputs(step));
+      got.push_back(session.run(fed.back()));
+    }
+    expect_same_outputs(got, want);  // downloads on this thread; the GPU buffers stay attached
+    freers.emplace_back([tensors = std::make_pair(std::move(fed), std::move(got))]() mutable {
+      tensors.first.clear();
+      tensors.second.clear();
+    });
+  }
+  for (std::thread& t : freers) t.join();
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, SessionThreads, ::testing::Values("cpu", "webgpu"),

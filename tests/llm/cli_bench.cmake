@@ -32,13 +32,14 @@ function(expect_positive json)
 endfunction()
 
 set(number "[0-9]+\\.[0-9][0-9]")
-# A row per test: model | weights | device | test | mean ± stdev | median.
+set(rate "[0-9.e+-]+")
+# A row per test: model | weights | device | test | mean ± stdev | median | rate | of roofline.
 set(row "\\| ${MODEL} \\| file \\| ${DEVICE} \\|")
 
 bench(table -p 8 -n 4 -r 2)
 expect_match("${table}" "context: 128 positions\n" "sizes that fit")
-expect_match("${table}" "${row} pp8 \\| ${number} ± ${number} \\| ${number} \\|\n" "the pp row")
-expect_match("${table}" "${row} tg4 \\| ${number} ± ${number} \\| ${number} \\|\n" "the tg row")
+expect_match("${table}" "${row} pp8 \\| ${number} ± ${number} \\| ${number} \\| ${rate} TFLOP/s \\| - \\|\n" "the pp row")
+expect_match("${table}" "${row} tg4 \\| ${number} ± ${number} \\| ${number} \\| ${rate} GB/s \\| - \\|\n" "the tg row")
 expect_match("${table}" "prompt: 8 tokens in 1 call\\(s\\) of up to 8; 2 measured passes" "the prompt's calls")
 if(table MATCHES "\\| 0\\.00 ±")
   message(FATAL_ERROR "a test measured 0 tokens/s:\n${table}")
@@ -90,6 +91,30 @@ endforeach()
 string(JSON steps LENGTH "${json}" passes 1 step_ms)
 if(NOT steps EQUAL 4)
   message(FATAL_ERROR "pass 1 times ${steps} decode steps, expected 4")
+endif()
+
+# The work counted from the program: tiny-llama-fp32's products (2 layers of q, k, v, o 64x64,
+# 64x32, 64x32, 64x64 and gate, up, down 64x128; the lm_head 512x64 for every row) and its weights.
+expect_json("${json}" 106496 "product elements a token" work product_elements_per_token)
+expect_json("${json}" 0 "product elements a call" work product_elements_per_call)
+expect_json("${json}" 427304 "weight bytes a step" work weight_bytes_per_step)
+expect_json("${json}" "TFLOP/s" "the pp rate" tests 0 median_rate unit)
+expect_json("${json}" "copy" "the tg roofline" tests 1 roofline)
+expect_positive("${json}" tests 1 median_rate value)
+
+# --roofline: the adapter's copy and FMA rates, and each test's share of its roofline; nothing on
+# the CPU reference.
+bench(roofline -p 4 -n 2 -r 1 --roofline --json)
+string(JSON rooflines ERROR_VARIABLE no_rooflines GET "${roofline}" rooflines)
+if(DEVICE STREQUAL "cpu")
+  if(NOT no_rooflines)
+    message(FATAL_ERROR "--roofline on the CPU reference gave rooflines: ${rooflines}")
+  endif()
+else()
+  expect_positive("${roofline}" rooflines copy_gbps)
+  expect_positive("${roofline}" rooflines fma_tflops)
+  expect_positive("${roofline}" tests 0 of_roofline)
+  expect_positive("${roofline}" tests 1 of_roofline)
 endif()
 
 # Random weights drawn from the program's metadata, instead of the file's.

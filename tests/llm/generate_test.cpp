@@ -270,7 +270,9 @@ void expect_ahead_gives_the_tokens_of_stepping(wgml::Generator& generator, const
   const wgml::GenerationStats stats = generator.stats();
   EXPECT_EQ(stats.decode_steps, 11);
   EXPECT_EQ(generator.position(), static_cast<int64_t>(prompt.size()) + 11);
-  if (device == "webgpu") EXPECT_EQ(stats.decode_totals.bytes_read, 4u * 11u) << "a step read more than its token back";
+  if (device == "webgpu") {
+    EXPECT_EQ(stats.decode_totals.bytes_read, 4u * 11u) << "a step read more than its token back";
+  }
 
   generator.reset();
   std::vector<int64_t> stepped;

@@ -11,6 +11,7 @@
 #include "frontend/onnx/onnx_builder.h"
 #include "runtime/copy_drops.h"
 #include "runtime/release_plan.h"
+#include "wgml/generator.h"
 #include "wgml/session.h"
 
 namespace wgml::testing {
@@ -204,6 +205,24 @@ TEST(MemoryPeak, AChainOfAddsReusesBuffersOnWebGpu) {
   EXPECT_LE(stats.peak_device_bytes, 4 * kTensorBytes + (64 << 10));
   EXPECT_LE(stats.buffers_created, 6u);
   for (const OpProfile& p : session->profile()) EXPECT_NE(p.device, "cpu") << p.op << ": " << p.note;
+}
+
+// A bfloat16 Llama export's linear weights reach its products through transposes folded at load
+// (runtime/constant_folding.h). Each is held on the GPU once, packed two values a word, not also
+// widened as the transpose wrote it, and the weights it came from are let go: a 4-token prompt's
+// run holds at most twice the file's 214 KB of weights (the products' once, the embedding widened
+// for its row lookups) and 128 KiB of KV caches and activations. Kept widened beside their packed
+// copies, the folded weights alone were twice that (863 KiB at the highest point).
+TEST(MemoryPeak, FoldedBfloat16WeightsAreHeldPackedOnce) {
+  std::string why_not;
+  const std::string model = std::string(WGML_SOURCE_DIR) + "/tests/fixtures/llm/tiny-llama-bf16/model.pte";
+  auto session = open(model, "webgpu", why_not);
+  if (!session) GTEST_SKIP() << "no WebGPU device: " << why_not;
+  constexpr uint64_t kWeightBytes = 213672;  // the .pte's constants (bfloat16)
+  Generator generator(*session);
+  const std::vector<int64_t> prompt = {5, 17, 42, 9};
+  generator.forward(prompt);
+  EXPECT_LE(session->memory_profile().device_bytes, 2 * kWeightBytes + (128 << 10));
 }
 
 // A kept ONNX op without a GPU kernel (TopK) runs on the CPU during a WebGPU run: the profile

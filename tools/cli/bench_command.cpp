@@ -11,7 +11,10 @@
 #include <string>
 #include <thread>
 
+#include "backend/webgpu/roofline.h"
 #include "core/printable.h"
+#include "frontend/load_model.h"
+#include "llm/model_work.h"
 #include "llm/random_constants.h"
 #include "wgml/error.h"
 #include "wgml/generator.h"
@@ -66,32 +69,71 @@ std::vector<double> tokens_per_s(int64_t tokens, const std::vector<double>& ms) 
   return out;
 }
 
-// One row of the table: a test's tokens/s over the measured passes.
+// What a test's rate is counted in: the prompt's matrix-product flop (against the FMA roofline), a
+// decode step's weight bytes (against the copy).
+struct Rate {
+  enum class Roofline { Fma, Copy };
+  const char* unit;  // "TFLOP/s", "GB/s"
+  Roofline roofline;
+  double per_pass = 0;  // flop or bytes of a pass
+  double scale = 0;     // units per (flop or byte) per second
+
+  const char* roofline_name() const { return roofline == Roofline::Fma ? "FMA" : "copy"; }
+  double ceiling(const backend::webgpu::DeviceCeilings& c) const {
+    return roofline == Roofline::Fma ? c.fma_flop_per_s : c.copy_bytes_per_s;
+  }
+};
+
+// One row of the table: a test's tokens/s over the measured passes, and its rate at the median.
 struct TestResult {
   std::string name;  // "pp64", "tg32"
   int64_t tokens = 0;
   std::vector<double> pass_ms;
   std::vector<double> pass_tokens_per_s;
   llm::Spread spread;
+  Rate rate;
+  double median_rate = 0;  // in rate.unit
+  double of_roofline = 0;  // of the roofline measured in the same run; 0: not measured
 };
 
-TestResult test_result(const char* kind, int64_t tokens, const std::vector<double>& pass_ms) {
+TestResult test_result(const char* kind, int64_t tokens, const std::vector<double>& pass_ms, const Rate& rate) {
   TestResult test;
   test.name = kind + std::to_string(tokens);
   test.tokens = tokens;
   test.pass_ms = pass_ms;
   test.pass_tokens_per_s = tokens_per_s(tokens, pass_ms);
   test.spread = llm::spread_of(test.pass_tokens_per_s);
+  test.rate = rate;
+  test.median_rate = rate.per_pass * test.spread.median / static_cast<double>(tokens) * rate.scale;
   return test;
 }
 
-std::vector<TestResult> test_results(const llm::BenchSizes& sizes, const llm::BenchResult& result) {
+std::vector<TestResult> test_results(const llm::BenchSizes& sizes, const llm::BenchResult& result, const llm::ModelWork& work) {
   std::vector<double> prompt_ms, generate_ms;
   for (const llm::BenchPass& pass : result.passes) {
     prompt_ms.push_back(pass.prompt_ms);
     generate_ms.push_back(pass.generate_ms());
   }
-  return {test_result("pp", sizes.prompt, prompt_ms), test_result("tg", sizes.generate, generate_ms)};
+  const Rate flop{"TFLOP/s", Rate::Roofline::Fma, work.product_flop(sizes.prompt, result.prefill_calls), 1e-12};
+  const Rate bytes{"GB/s", Rate::Roofline::Copy,
+                   static_cast<double>(work.weight_bytes_per_step) * static_cast<double>(sizes.generate), 1e-9};
+  return {test_result("pp", sizes.prompt, prompt_ms, flop), test_result("tg", sizes.generate, generate_ms, bytes)};
+}
+
+// The rooflines of the session's WebGPU adapter, measured on a context of their own after the passes.
+std::optional<backend::webgpu::DeviceCeilings> measure_ceilings(const SessionArgs& args, const Session& session) {
+  if (session.device_description().rfind("webgpu", 0) != 0) return std::nullopt;
+  backend::webgpu::GpuOptions options;
+  options.adapter = args.adapter;
+  backend::webgpu::GpuContext gpu(options);
+  return backend::webgpu::measure_ceilings(gpu);
+}
+
+void set_roofline_ratios(std::vector<TestResult>& tests, const backend::webgpu::DeviceCeilings& c) {
+  for (TestResult& test : tests) {
+    const double ceiling = test.rate.ceiling(c);
+    test.of_roofline = ceiling > 0 ? test.median_rate / test.rate.scale / ceiling : 0;
+  }
 }
 
 // Everything a run decided and measured, for the table and the JSON alike.
@@ -105,7 +147,9 @@ struct Report {
   int repetitions = 0;
   double load_ms = 0;
   llm::BenchResult result;
+  llm::ModelWork work;
   std::vector<TestResult> tests;
+  std::optional<backend::webgpu::DeviceCeilings> ceilings;  // --roofline on a WebGPU device
 };
 
 std::string weights_label(const Report& r) {
@@ -131,12 +175,26 @@ void print_table(const Report& r) {
   std::printf("prompt: %lld tokens in %lld call(s) of up to %lld; %d measured passes after the warm-up\n\n",
               static_cast<long long>(r.used.prompt), static_cast<long long>(r.result.prefill_calls),
               static_cast<long long>(r.result.prompt_chunk), r.repetitions);
-  std::printf("| model | weights | device | test | t/s | median t/s |\n");
-  std::printf("| --- | --- | --- | ---: | ---: | ---: |\n");
-  for (const TestResult& test : r.tests)
-    std::printf("| %s | %s | %s | %s | %.2f ± %.2f | %.2f |\n", printable(r.model).c_str(), r.weights->random ? "random" : "file",
-                r.device.substr(0, r.device.find(':')).c_str(), test.name.c_str(), test.spread.mean, test.spread.stdev,
-                test.spread.median);
+  if (r.ceilings)
+    std::printf("rooflines measured after the passes: copy %.1f GB/s (vec4, %llu MiB, read + write), FMA %.2f TFLOP/s (f32)\n",
+                r.ceilings->copy_bytes_per_s * 1e-9, static_cast<unsigned long long>(r.ceilings->copy_bytes >> 20),
+                r.ceilings->fma_flop_per_s * 1e-12);
+  std::printf(
+      "rate at the median: pp, the prompt's matrix products (%.3g weight elements a token, %.3g once a call; "
+      "attention not counted); tg, the weights a step reads (%.1f MB)\n\n",
+      static_cast<double>(r.work.product_elements_per_token), static_cast<double>(r.work.product_elements_per_call),
+      static_cast<double>(r.work.weight_bytes_per_step) * 1e-6);
+  std::printf("| model | weights | device | test | t/s | median t/s | rate | of roofline |\n");
+  std::printf("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const TestResult& test : r.tests) {
+    // A rate the program's products or weights cannot give (none found) reads "-".
+    char rate[64] = "-", of[64] = "-";
+    if (test.median_rate > 0) std::snprintf(rate, sizeof rate, "%.4g %s", test.median_rate, test.rate.unit);
+    if (test.of_roofline > 0) std::snprintf(of, sizeof of, "%.1f%% of %s", 100 * test.of_roofline, test.rate.roofline_name());
+    std::printf("| %s | %s | %s | %s | %.2f ± %.2f | %.2f | %s | %s |\n", printable(r.model).c_str(),
+                r.weights->random ? "random" : "file", r.device.substr(0, r.device.find(':')).c_str(), test.name.c_str(),
+                test.spread.mean, test.spread.stdev, test.spread.median, rate, of);
+  }
 }
 
 nlohmann::json pass_json(const llm::BenchPass& pass) {
@@ -169,12 +227,24 @@ nlohmann::json report_json(const Report& r) {
   json["passes"] = passes;
   nlohmann::json tests = nlohmann::json::array();
   for (const TestResult& test : r.tests)
-    tests.push_back({{"test", test.name},
-                     {"tokens", test.tokens},
-                     {"tokens_per_s", {{"mean", test.spread.mean}, {"median", test.spread.median}, {"stdev", test.spread.stdev}}},
-                     {"pass_ms", test.pass_ms},
-                     {"pass_tokens_per_s", test.pass_tokens_per_s}});
+    tests.push_back(
+        {{"test", test.name},
+         {"tokens", test.tokens},
+         {"tokens_per_s", {{"mean", test.spread.mean}, {"median", test.spread.median}, {"stdev", test.spread.stdev}}},
+         {"pass_ms", test.pass_ms},
+         {"pass_tokens_per_s", test.pass_tokens_per_s},
+         {"median_rate",
+          test.median_rate > 0 ? nlohmann::json({{"value", test.median_rate}, {"unit", test.rate.unit}}) : nlohmann::json()},
+         {"of_roofline", test.of_roofline > 0 ? nlohmann::json(test.of_roofline) : nlohmann::json()},
+         {"roofline", test.rate.roofline_name()}});
   json["tests"] = tests;
+  json["work"] = {{"weight_bytes_per_step", r.work.weight_bytes_per_step},
+                  {"product_elements_per_token", r.work.product_elements_per_token},
+                  {"product_elements_per_call", r.work.product_elements_per_call}};
+  if (r.ceilings)
+    json["rooflines"] = {{"copy_gbps", r.ceilings->copy_bytes_per_s * 1e-9},
+                         {"copy_bytes", r.ceilings->copy_bytes},
+                         {"fma_tflops", r.ceilings->fma_flop_per_s * 1e-12}};
   return json;
 }
 
@@ -203,6 +273,9 @@ BenchCommand::BenchCommand(CLI::App& app) {
                  ".safetensors)")
       ->excludes(command_->get_option("--constants"));
   command_->add_flag("--json", json_, "Print every measurement, the device and the wgml version as JSON");
+  command_->add_flag("--roofline", roofline_,
+                     "webgpu: after the passes, measure the adapter's copy bandwidth and f32 FMA rate, and give each "
+                     "test's rate as a share of them (pp against FMA, tg against the copy)");
 }
 
 int BenchCommand::run() const {
@@ -225,7 +298,10 @@ int BenchCommand::run() const {
   report.repetitions = repetitions_;
   report.load_ms = session.load_ms();
   report.result = llm::run_bench(generator, {report.used, prompt_chunk_, repetitions_, seed_});
-  report.tests = test_results(report.used, report.result);
+  report.work = llm::model_work(frontend::load_model(weights.session.path, {weights.session.constants}).program);
+  report.tests = test_results(report.used, report.result, report.work);
+  if (roofline_) report.ceilings = measure_ceilings(session_, session);
+  if (report.ceilings) set_roofline_ratios(report.tests, *report.ceilings);
 
   if (json_)
     std::cout << report_json(report).dump(2, ' ', true, nlohmann::json::error_handler_t::replace) << "\n";

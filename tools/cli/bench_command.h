@@ -25,6 +25,7 @@ class BenchCommand {
   uint64_t seed_ = 0;
   bool random_weights_ = false;
   bool json_ = false;
+  bool roofline_ = false;
 };
 
 }  // namespace wgml::cli

@@ -74,6 +74,10 @@ void print_time_totals(const ProfileTotals& t) {
                static_cast<unsigned long long>(t.pipelines_compiled), t.compile_ms, t.other_ms);
   if (t.gpu_busy_ms > 0) std::fprintf(stderr, "; GPU busy %.3f ms (overlaps the rest)", t.gpu_busy_ms);
   std::fprintf(stderr, "\n");
+  if (t.load_dispatches > 0)
+    std::fprintf(stderr,
+                 "the load's own GPU work (init chain, constants folded at load), not among the ops: %llu dispatches, %.3f ms\n",
+                 static_cast<unsigned long long>(t.load_dispatches), t.load_gpu_ms);
 }
 
 // The process's peak resident memory (VmHWM of /proc/self/status: what `time` and the kernel

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# One H200 call: decode time against how often the recorder submits (docs/performance.md).
+# One H200 call: the kit's llm_decode_new on one payload under each setting, a setting being extra
+# llm_decode flags ("" for none), the settings alternated ROUNDS times (default 2) so that all see
+# the same machine state. FLAGS adds flags to every run. E.g.
+#   run_sweep.sh llama-1b-bf16-4w "" "--dispatches-per-submit 64"
+#   FLAGS=--ahead run_sweep.sh llama-1b-bf16-4w "" "--tunable QuantizedSwiGlu.QMV_OUTPUTS=2"
+# Every run's lines go to stdout and to $OUT/0_sweep.txt.
 set -u
 . "$(dirname "$0")/setup.sh"
-for m in llama-1b-bf16 llama-1b-bf16-4w; do
-  for n in ${SWEEP:-256 64 32 16 8}; do
-    $K/llm_decode $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --dispatches-per-submit $n --json $OUT/h200_${m}_dps$n.json 2>&1 | grep -E 'ms per token|CPU time|per token:' | sed "s/^/$m dps=$n /"
+m=$1
+shift
+for round in $(seq "${ROUNDS:-2}"); do
+  for setting in "$@"; do
+    $K/llm_decode_new $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors ${FLAGS:-} $setting 2>&1 |
+      grep -E 'ms per token|CPU time|per token:|rror' | sed "s/^/$m [${setting:-default}] round $round: /" | tee -a $OUT/0_sweep.txt
   done
 done

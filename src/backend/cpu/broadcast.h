@@ -18,8 +18,8 @@ class BroadcastIndex {
 
  private:
   Shape out_;
-  std::vector<int64_t> strides_;  // input strides aligned to output dims, 0 where broadcast
-  std::vector<int64_t> index_;
+  Shape strides_;  // input strides aligned to output dims, 0 where broadcast
+  Shape index_;
   int64_t offset_ = 0;
 };
 

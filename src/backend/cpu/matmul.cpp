@@ -9,9 +9,11 @@
 namespace wgml::backend::cpu {
 namespace {
 
-std::vector<double> to_doubles(const Tensor& t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) out[i] = load_as_double(t.dtype(), t.data(), i);
+// The values as float64, in a tensor (counted against the memory budget; a small one recycled).
+Tensor to_doubles(const Tensor& t) {
+  Tensor out(DType::Float64, t.shape());
+  auto* values = out.mutable_data_as<double>();
+  for (int64_t i = 0; i < t.numel(); ++i) values[i] = load_as_double(t.dtype(), t.data(), i);
   return out;
 }
 
@@ -29,13 +31,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, DType out_type) {
   shape.push_back(m);
   shape.push_back(n);
   Tensor out(out_type, shape);
-  const std::vector<double> av = to_doubles(a), bv = to_doubles(b);
+  const Tensor a_doubles = to_doubles(a), b_doubles = to_doubles(b);
+  const double* av = a_doubles.data_as<double>();
+  const double* bv = b_doubles.data_as<double>();
   BroadcastIndex ia(a_batch, batch), ib(b_batch, batch);
   uint8_t* dst = out.mutable_data();
   const int64_t batches = shape_numel(batch);
   for (int64_t bi = 0; bi < batches; ++bi, ia.next(), ib.next()) {
-    const double* pa = av.data() + ia.offset() * m * k;
-    const double* pb = bv.data() + ib.offset() * k * n;
+    const double* pa = av + ia.offset() * m * k;
+    const double* pb = bv + ib.offset() * k * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double acc = 0;

@@ -17,8 +17,6 @@ namespace {
 using runtime::ExecContext;
 using runtime::fail;
 
-Shape to_shape(const std::vector<int64_t>& dims) { return Shape(dims.begin(), dims.end()); }
-
 std::string shape_string(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -34,7 +32,7 @@ DType dtype_or(std::optional<int8_t> scalar_type, DType fallback) {
 
 void reshape(const ir::ReshapeNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  Shape shape = to_shape(ctx.resolve(n.shape));
+  Shape shape = ctx.resolve(n.shape);
   int infer = -1;
   int64_t known = 1;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -83,7 +81,7 @@ void squeeze(const ir::SqueezeNode& n, ExecContext& ctx) {
 
 void broadcast_node(const ir::BroadcastToNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  Shape shape = to_shape(ctx.resolve(n.shape));
+  Shape shape = ctx.resolve(n.shape);
   // -1 keeps the input's size for that (right-aligned) dimension.
   for (size_t d = 0; d < shape.size(); ++d) {
     const int64_t from_end = static_cast<int64_t>(shape.size() - d);
@@ -96,7 +94,7 @@ void contiguous(const ir::ContiguousNode& n, ExecContext& ctx) { ctx.set_tensor(
 
 void as_strided(const ir::AsStridedNode& n, ExecContext& ctx) {
   const Tensor& x = ctx.tensor(n.x);
-  const Shape shape = to_shape(ctx.resolve(n.shape));
+  const Shape shape = ctx.resolve(n.shape);
   const auto s = ctx.resolve(n.strides);
   if (s.size() != shape.size()) fail("AsStrided: shape and strides differ in length");
   ctx.set_tensor(n.out, gather_strided(x, shape, std::vector<int64_t>(s.begin(), s.end()), static_cast<int64_t>(n.offset)));
@@ -161,22 +159,38 @@ void index_copy(const ir::IndexCopyNode& n, ExecContext& ctx) {
   ctx.set_tensor(n.out, write_along_axis(dst, ctx.tensor(n.update), axis, positions));
 }
 
-std::vector<Tensor> gather_list(const std::vector<ir::Tid>& tids, ExecContext& ctx) {
-  std::vector<Tensor> out;
+// The list Concatenate and Stack join, kept per program: a step that repeats makes no new one.
+struct JoinedTensors {
+  std::vector<Tensor> parts;
+};
+
+// `join` of the tensors of `tids` in their promoted dtype.
+template <class Join>
+Tensor join_list(const std::vector<ir::Tid>& tids, ExecContext& ctx, const Join& join) {
+  std::vector<Tensor>& parts = ctx.persistent_state<JoinedTensors>().parts;
+  parts.clear();
   DType t = ctx.tensor(tids.at(0)).dtype();
   for (ir::Tid id : tids) t = promote_types(t, ctx.tensor(id).dtype());
-  for (ir::Tid id : tids) out.push_back(ctx.tensor(id).dtype() == t ? ctx.tensor(id) : cast(ctx.tensor(id), t));
-  return out;
+  for (ir::Tid id : tids) parts.push_back(ctx.tensor(id).dtype() == t ? ctx.tensor(id) : cast(ctx.tensor(id), t));
+  Tensor joined;
+  try {
+    joined = join(parts);
+  } catch (...) {
+    parts.clear();
+    throw;
+  }
+  parts.clear();  // the parts' tensors are not kept alive by the list
+  return joined;
 }
 
 void concatenate_node(const ir::ConcatenateNode& n, ExecContext& ctx) {
   if (n.tensors.empty()) fail("Concatenate: no tensors");
-  ctx.set_tensor(n.out, concatenate(gather_list(n.tensors, ctx), n.axis));
+  ctx.set_tensor(n.out, join_list(n.tensors, ctx, [&](const std::vector<Tensor>& parts) { return concatenate(parts, n.axis); }));
 }
 
 void stack_node(const ir::StackNode& n, ExecContext& ctx) {
   if (n.tensors.empty()) fail("Stack: no tensors");
-  ctx.set_tensor(n.out, stack(gather_list(n.tensors, ctx), n.axis));
+  ctx.set_tensor(n.out, join_list(n.tensors, ctx, [&](const std::vector<Tensor>& parts) { return stack(parts, n.axis); }));
 }
 
 void split(const ir::SplitNode& n, ExecContext& ctx) {
@@ -211,7 +225,7 @@ Tensor filled(DType t, const Shape& shape, float v) {
 }
 
 void full(const ir::FullNode& n, ExecContext& ctx) {
-  ctx.set_tensor(n.out, filled(dtype_or(n.scalar_type, DType::Float32), to_shape(ctx.resolve(n.shape)), ctx.resolve(n.v)));
+  ctx.set_tensor(n.out, filled(dtype_or(n.scalar_type, DType::Float32), ctx.resolve(n.shape), ctx.resolve(n.v)));
 }
 
 void full_like(const ir::FullLikeNode& n, ExecContext& ctx) {

@@ -8,7 +8,7 @@
 
 namespace wgml::backend::cpu {
 
-Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int64_t>& strides, int64_t offset) {
+Tensor gather_strided(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset) {
   Tensor out(x.dtype(), shape);
   if (out.numel() == 0) return out;
   int64_t lo = offset, hi = offset;
@@ -20,7 +20,7 @@ Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int
     runtime::fail("strided view addresses elements [" + std::to_string(lo) + ", " + std::to_string(hi) +
                   "] outside a tensor of " + std::to_string(x.numel()) + " elements");
   const size_t elem = dtype_size(x.dtype());
-  std::vector<int64_t> index(shape.size(), 0);
+  Shape index(shape.size(), 0);
   int64_t src = offset;
   uint8_t* dst = out.mutable_data();
   for (int64_t i = 0; i < out.numel(); ++i) {
@@ -35,22 +35,29 @@ Tensor gather_strided(const Tensor& x, const Shape& shape, const std::vector<int
   return out;
 }
 
-Tensor permute(const Tensor& x, const std::vector<int>& perm) {
-  const auto in_strides = contiguous_strides(x.shape());
-  Shape shape;
-  std::vector<int64_t> strides;
-  for (int p : perm) {
-    shape.push_back(x.dim(p));
-    strides.push_back(in_strides[p]);
+namespace {
+
+template <class Axes>
+Tensor permuted(const Tensor& x, const Axes& perm) {
+  const Shape in_strides = contiguous_strides(x.shape());
+  Shape shape, strides;
+  for (const auto p : perm) {
+    shape.push_back(x.dim(static_cast<int>(p)));
+    strides.push_back(in_strides[static_cast<size_t>(p)]);
   }
   return gather_strided(x, shape, strides, 0);
 }
 
-std::vector<int> checked_permutation(const std::vector<int32_t>& perm, int rank) {
+}  // namespace
+
+Tensor permute(const Tensor& x, const std::vector<int>& perm) { return permuted(x, perm); }
+
+Tensor permute(const Tensor& x, const Shape& perm) { return permuted(x, perm); }
+
+Shape checked_permutation(const std::vector<int32_t>& perm, int rank) {
   if (static_cast<int>(perm.size()) != rank)
     runtime::fail("Transpose: perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank));
-  std::vector<int> axes;
-  std::vector<bool> seen(rank, false);
+  Shape axes, seen(static_cast<size_t>(rank), 0);
   for (int32_t p : perm) {
     const int a = normalize_axis(p, rank);
     if (seen[a]) runtime::fail("Transpose: axis " + std::to_string(a) + " repeats in perm");
@@ -60,9 +67,9 @@ std::vector<int> checked_permutation(const std::vector<int32_t>& perm, int rank)
   return axes;
 }
 
-bool keeps_memory_order(const Shape& shape, const std::vector<int>& perm) {
-  int last = -1;
-  for (int a : perm) {
+bool keeps_memory_order(const Shape& shape, const Shape& perm) {
+  int64_t last = -1;
+  for (const int64_t a : perm) {
     if (shape[a] == 1) continue;
     if (a < last) return false;
     last = a;

@@ -68,9 +68,16 @@ class GpuContext {
   // The plan of the backend's own one-input op wgml.`op` (PackBfloat16, GreedyToken) for its input
   // `input` of `dtype` and `shape`, null when the kernels have no such spec: found by dtype and
   // shape alone, without a plan key, because a decode step runs them every token (a few small
-  // tensors made widened repacked, plan_runner.cpp's repacked_on_gpu; the sampled token).
+  // tensors made widened repacked, plan_runner.cpp's converted_on_gpu; the sampled token).
   std::shared_ptr<const kernel::KernelPlan> own_plan(std::string_view op, std::string_view input, DType dtype,
                                                      const Shape& shape);
+  // What an upload of a host tensor encodes into, kept for every upload (a decode step makes a
+  // few: positions, RoPE's rows): after the first steps it allocates nothing.
+  struct UploadScratch {
+    std::vector<uint8_t> bytes;
+    std::string label;
+  };
+  UploadScratch& upload_scratch() { return upload_scratch_; }
 
   // The compiled pipeline of a pass, found by the identity of its rendered WGSL (shared through
   // the render cache), so a dispatch neither copies nor hashes the source.
@@ -119,6 +126,7 @@ class GpuContext {
     std::shared_ptr<const kernel::KernelPlan> plan;
   };
   std::vector<OwnPlan> own_plans_;
+  UploadScratch upload_scratch_;
   uint64_t plans_made_ = 0;
   uint64_t plan_keys_built_ = 0;
   kernel::RenderCache renders_;

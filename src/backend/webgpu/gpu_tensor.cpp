@@ -1,10 +1,10 @@
 #include "backend/webgpu/gpu_tensor.h"
 
-#include "backend/webgpu/host_packing.h"
-
 #include <algorithm>
 #include <cstring>
 
+#include "backend/webgpu/host_packing.h"
+#include "core/recycled.h"
 #include "wgml/error.h"
 
 namespace wgml::backend::webgpu {
@@ -26,11 +26,14 @@ void GpuTensorData::start_download() const {
 Tensor GpuTensorData::read_decoded(uint64_t offset, uint64_t bytes, const Shape& shape, std::string_view op) const {
   std::optional<gpu::Recorder::PendingRead> started;
   if (pending_read_ && offset == 0 && bytes == pending_read_->staging.size()) started.swap(pending_read_);
-  const std::vector<std::byte> raw =
-      started ? context_->recorder().finish_read(*started, op) : context_->recorder().read(buffer_->range(offset, bytes), op);
-  std::vector<uint8_t> words(raw.size());
-  std::memcpy(words.data(), raw.data(), raw.size());
-  return decode_from_gpu(words, storage_, shape);
+  // The words land in a host tensor's bytes: a small read (a token) takes recycled ones.
+  Tensor words(DType::UInt8, {static_cast<int64_t>(bytes)});
+  const std::span raw(reinterpret_cast<std::byte*>(words.mutable_data()), bytes);
+  if (started)
+    context_->recorder().finish_read(*started, raw, op);
+  else
+    context_->recorder().read(buffer_->range(offset, bytes), raw, op);
+  return decode_from_gpu({words.data(), bytes}, storage_, shape);
 }
 
 gpu::BufferRange GpuTensorData::binding() const {
@@ -82,7 +85,7 @@ void GpuTensorData::download_elements(int64_t first, int64_t count, uint8_t* out
 }
 
 std::shared_ptr<gpu::PooledBuffer> new_buffer(GpuContext& context, uint64_t bytes, std::string_view op) {
-  return std::make_shared<gpu::PooledBuffer>(context.pool().acquire(std::max<uint64_t>(bytes, 4), gpu::BufferKind::Storage, op));
+  return make_recycled<gpu::PooledBuffer>(context.pool().acquire(std::max<uint64_t>(bytes, 4), gpu::BufferKind::Storage, op));
 }
 
 std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& context, const Tensor& t,
@@ -95,11 +98,14 @@ std::shared_ptr<const GpuTensorData> on_gpu(const std::shared_ptr<GpuContext>& c
     if (auto copy = existing->in_storage(storage)) return copy;
   }
   if (existing && range && existing->storage() == storage && existing->known_within(*range)) return existing;
-  const std::vector<uint8_t> bytes = encode_for_gpu(t, storage, name, range);
-  auto buffer = new_buffer(*context, bytes.size(), "upload " + name);
+  GpuContext::UploadScratch& scratch = context->upload_scratch();
+  const std::vector<uint8_t>& bytes = scratch.bytes;
+  encode_for_gpu(t, storage, name, range, scratch.bytes);
+  scratch.label.assign("upload ").append(name);
+  auto buffer = new_buffer(*context, bytes.size(), scratch.label);
   context->recorder().upload(buffer->range(0, bytes.size()),
-                             std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()), "upload " + name);
-  auto data = std::make_shared<const GpuTensorData>(context, std::move(buffer), storage, t.shape());
+                             std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()), scratch.label);
+  std::shared_ptr<const GpuTensorData> data = make_recycled<GpuTensorData>(context, std::move(buffer), storage, t.shape());
   if (range) return data;
   if (existing)
     existing->keep_copy(data);

@@ -14,10 +14,12 @@ using kernel::StorageKind;
 
 namespace {
 
-void check_element(int64_t value, int64_t index, int64_t lo, int64_t hi, const std::string& tensor, const std::string& why) {
+// `why()` says which rule the element broke; it is made only then.
+template <class Why>
+void check_element(int64_t value, int64_t index, int64_t lo, int64_t hi, const std::string& tensor, const Why& why) {
   if (value < lo || value > hi)
     throw Error(ErrorCode::Runtime, "input '" + tensor + "': element " + std::to_string(index) + " is " + std::to_string(value) +
-                                        ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (" + why + ")");
+                                        ", outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "] (" + why() + ")");
 }
 
 // f32 words back to 16-bit floats (the logits row a decode step reads back): one conversion per
@@ -37,11 +39,18 @@ bool narrow_floats(const float* in, int64_t n, DType dtype, uint8_t* out) {
 
 std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& storage, const std::string& tensor_name,
                                     const std::optional<ValueRange>& range) {
+  std::vector<uint8_t> bytes;
+  encode_for_gpu(tensor, storage, tensor_name, range, bytes);
+  return bytes;
+}
+
+void encode_for_gpu(const Tensor& tensor, const StorageType& storage, const std::string& tensor_name,
+                    const std::optional<ValueRange>& range, std::vector<uint8_t>& bytes) {
   if (tensor.dtype() != storage.logical)
     throw Error(ErrorCode::InvalidArgument, "input '" + tensor_name + "' is " + std::string(dtype_name(tensor.dtype())) +
                                                 ", its storage expects " + std::string(dtype_name(storage.logical)));
   const int64_t n = tensor.numel();
-  std::vector<uint8_t> bytes(gpu_buffer_bytes(storage, n), 0);
+  bytes.assign(gpu_buffer_bytes(storage, n), 0);
   const bool integral = is_integral(storage.logical) || storage.logical == DType::Bool;
   if (integral && (range || storage.kind == StorageKind::Narrowed)) {
     const bool to_u32 = storage.scalar == "u32";
@@ -50,26 +59,26 @@ std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& sto
     for (int64_t i = 0; i < n; ++i) {
       const int64_t v = load_as_int64(tensor.dtype(), tensor.data(), i);
       if (storage.kind == StorageKind::Narrowed)
-        check_element(v, i, lo, hi, tensor_name,
-                      std::string(dtype_name(storage.logical)) + " stored as " + storage.scalar + ", narrowing: checked");
-      if (range) check_element(v, i, range->min, range->max, tensor_name, "valueRange");
+        check_element(v, i, lo, hi, tensor_name, [&] {
+          return std::string(dtype_name(storage.logical)) + " stored as " + storage.scalar + ", narrowing: checked";
+        });
+      if (range) check_element(v, i, range->min, range->max, tensor_name, [] { return std::string("valueRange"); });
     }
   }
   if (storage.kind == StorageKind::Native || storage.kind == StorageKind::Packed) {
     if (n > 0) std::memcpy(bytes.data(), tensor.data(), tensor.nbytes());
-    return bytes;
+    return;
   }
   const uint8_t* in = tensor.data();
   if (storage.scalar == "f32") {
     to_floats(tensor, reinterpret_cast<float*>(bytes.data()));
-    return bytes;
+    return;
   }
   const DType word = storage.scalar == "u32" ? DType::UInt32 : DType::Int32;
   for (int64_t i = 0; i < n; ++i) store_int64(word, bytes.data(), i, load_as_int64(tensor.dtype(), in, i));
-  return bytes;
 }
 
-Tensor decode_from_gpu(const std::vector<uint8_t>& bytes, const StorageType& storage, const Shape& shape) {
+Tensor decode_from_gpu(std::span<const uint8_t> bytes, const StorageType& storage, const Shape& shape) {
   Tensor out(storage.logical, shape);
   const int64_t n = out.numel();
   if (bytes.size() < gpu_buffer_bytes(storage, n))

@@ -3,6 +3,7 @@
 // downloaded buffer holds, widening, packing and range-checking as its StorageType says.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,11 @@ using kernel::ValueRange;
 // storage or an element lies outside `range`.
 std::vector<uint8_t> encode_for_gpu(const Tensor& tensor, const StorageType& storage, const std::string& tensor_name,
                                     const std::optional<ValueRange>& range = std::nullopt);
+// The same into `bytes` (resized; a vector kept for every upload allocates only to grow).
+void encode_for_gpu(const Tensor& tensor, const StorageType& storage, const std::string& tensor_name,
+                    const std::optional<ValueRange>& range, std::vector<uint8_t>& bytes);
 
 // The tensor a downloaded buffer holds (widened and narrowed elements converted back).
-Tensor decode_from_gpu(const std::vector<uint8_t>& bytes, const StorageType& storage, const Shape& shape);
+Tensor decode_from_gpu(std::span<const uint8_t> bytes, const StorageType& storage, const Shape& shape);
 
 }  // namespace wgml::backend::webgpu

@@ -595,10 +595,10 @@ void run_as_view(const ir::Node& node, ExecContext& ctx) {
 void run_transpose(const ir::Node& node, ExecContext& ctx) {
   const auto& n = std::get<ir::TransposeNode>(node);
   const Tensor& x = ctx.tensor(n.x);
-  const std::vector<int> perm = cpu::checked_permutation(n.perm, x.rank());
+  const Shape perm = cpu::checked_permutation(n.perm, x.rank());
   if (!cpu::keeps_memory_order(x.shape(), perm)) return run_node<ir::TransposeNode>(node, ctx);
   Shape shape;
-  for (int a : perm) shape.push_back(x.dim(a));
+  for (const int64_t a : perm) shape.push_back(x.dim(static_cast<int>(a)));
   ++ctx.backend_state<WebGpuState>().placement->views["Transpose"];
   ctx.set_tensor(n.out, x.reshaped(shape));
 }

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "backend/webgpu/gpu_tensor.h"
+#include "core/recycled.h"
 #include "wgml/error.h"
 
 namespace wgml::backend::webgpu {
@@ -27,8 +28,8 @@ void place_outputs(const std::shared_ptr<GpuContext>& context, const kernel::Ker
     } else {
       buffer = new_buffer(*context, t.gpu_bytes, plan.op);
     }
-    buffers[i] = std::make_shared<const GpuTensorData>(context, std::move(buffer), t.storage, t.shape,
-                                                       t.is_output ? t.value_range : std::nullopt);
+    buffers[i] =
+        make_recycled<GpuTensorData>(context, std::move(buffer), t.storage, t.shape, t.is_output ? t.value_range : std::nullopt);
   }
 }
 
@@ -44,26 +45,38 @@ void record_pass(GpuContext& context, const kernel::PlanPass& pass, const gpu::K
                               std::span(reinterpret_cast<const std::byte*>(params.data()), params.size()), grid, pass.name);
 }
 
-// `t` repacked on the GPU when it lives there only as widened bfloat16 and `storage` packs it: the
-// alternative, on_gpu's read back and upload, would wait for the GPU in the middle of recording.
-// Null where that does not apply. The packed copy stays with `t` for its later readers.
-std::shared_ptr<const GpuTensorData> repacked_on_gpu(const std::shared_ptr<GpuContext>& context, const Tensor& t,
-                                                     const kernel::StorageType& storage) {
-  if (storage.logical != DType::BFloat16 || storage.kind != kernel::StorageKind::Packed || TensorDeviceAccess::has_host_bytes(t))
+// `t` converted on the GPU between the two bfloat16 storages where it lives there only in the
+// other one (widened, one value a word, as kernels write it; packed, two a word, as the products
+// and the quantized kernels read it): the alternative, on_gpu's read back and upload, would wait
+// for the GPU in the middle of recording. Null where that does not apply. The copy stays with `t`
+// for its later readers.
+std::shared_ptr<const GpuTensorData> converted_on_gpu(const std::shared_ptr<GpuContext>& context, const Tensor& t,
+                                                      const kernel::StorageType& storage) {
+  using kernel::StorageKind;
+  const bool to_packed = storage.kind == StorageKind::Packed;
+  if (storage.logical != DType::BFloat16 || (!to_packed && storage.kind != StorageKind::Widened) ||
+      TensorDeviceAccess::has_host_bytes(t))
     return nullptr;
   auto existing = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
-  if (!existing || existing->context() != context.get() || existing->storage().kind != kernel::StorageKind::Widened)
+  if (!existing || existing->context() != context.get() ||
+      existing->storage().kind != (to_packed ? StorageKind::Widened : StorageKind::Packed))
     return nullptr;
   if (auto copy = existing->in_storage(storage)) return copy;
-  const auto plan = context->own_plan("PackBfloat16", "x", DType::BFloat16, t.shape());
+  const auto plan = context->own_plan(to_packed ? "PackBfloat16" : "WidenBfloat16", "x", DType::BFloat16, t.shape());
   if (!plan) return nullptr;
-  const std::map<std::string, Tensor> packed = run_plan(context, *plan, {{"x", t}});
-  auto data = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(packed.at("out")));
+  const std::map<std::string, Tensor> converted = run_plan(context, *plan, {{"x", t}});
+  auto data = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(converted.at("out")));
   existing->keep_copy(data);
   return data;
 }
 
 }  // namespace
+
+void keep_packed_only(const std::shared_ptr<GpuContext>& context, const Tensor& t) {
+  static const kernel::StorageType packed = kernel::declared_storage(DType::BFloat16, "packed", "", "a folded constant");
+  if (t.dtype() != DType::BFloat16) return;
+  if (auto data = converted_on_gpu(context, t, packed)) TensorDeviceAccess::attach(t, data);
+}
 
 gpu::KernelSource kernel_source_of(const kernel::KernelPlan& plan, const kernel::PlanPass& pass) {
   gpu::KernelSource k;
@@ -97,8 +110,8 @@ std::vector<const gpu::Kernel*> kernels_of(GpuContext& context, const kernel::Ke
 std::shared_ptr<const GpuTensorData> place_input(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                                                  size_t index, const Tensor& t) {
   const kernel::PlanTensor& planned = plan.tensors[index];
-  auto repacked = planned.value_range ? nullptr : repacked_on_gpu(context, t, planned.storage);
-  return repacked ? repacked : on_gpu(context, t, planned.storage, planned.name, planned.value_range);
+  auto converted = planned.value_range ? nullptr : converted_on_gpu(context, t, planned.storage);
+  return converted ? converted : on_gpu(context, t, planned.storage, planned.name, planned.value_range);
 }
 
 GpuBuffers place_inputs(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
@@ -128,6 +141,22 @@ void record_plan(const std::shared_ptr<GpuContext>& context, const kernel::Kerne
 Tensor output_tensor(const kernel::KernelPlan& plan, const GpuBuffers& buffers, size_t index) {
   const kernel::PlanTensor& t = plan.tensors[index];
   return TensorDeviceAccess::on_device(t.dtype, t.shape, buffers[index]);
+}
+
+Tensor run_plan_of_one(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
+                       std::span<const gpu::Kernel* const> kernels, GpuBuffers& buffers, const Tensor& input) {
+  buffers.assign(plan.tensors.size(), nullptr);
+  size_t output = plan.tensors.size();
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const kernel::PlanTensor& t = plan.tensors[i];
+    if (t.is_output) output = i;
+    if (!t.is_output && !t.is_scratch) buffers[i] = place_input(context, plan, i, input);
+  }
+  if (output == plan.tensors.size()) fail_plan(plan, "a plan of one output has none");
+  record_plan(context, plan, kernels, buffers);
+  Tensor out = output_tensor(plan, buffers, output);
+  buffers.assign(plan.tensors.size(), nullptr);
+  return out;
 }
 
 std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,

@@ -48,6 +48,18 @@ void record_plan(const std::shared_ptr<GpuContext>& context, const kernel::Kerne
 // Output `index` of a recorded plan as a device tensor.
 Tensor output_tensor(const kernel::KernelPlan& plan, const GpuBuffers& buffers, size_t index);
 
+// A plan of one input and one output (a GpuContext::own_plan) recorded on `input` with `kernels`
+// (kernels_of the plan) and `buffers` the caller keeps: a call that repeats makes no vector or map.
+Tensor run_plan_of_one(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
+                       std::span<const gpu::Kernel* const> kernels, GpuBuffers& buffers, const Tensor& input);
+
+// `t` (bfloat16, only on the GPU, written widened: one value a word) repacked two values to a word
+// and kept as its only device copy, the widened buffer let go; no-op for any other tensor. For
+// constants folded at load (a weight's transpose), whose GPU readers (the matrix products) read
+// them packed; a kernel that reads one widened gets a copy widened on the GPU (WidenBfloat16),
+// kept beside it from then on.
+void keep_packed_only(const std::shared_ptr<GpuContext>& context, const Tensor& t);
+
 // Records the plan's passes on placed inputs; returns the outputs by name.
 std::map<std::string, Tensor> run_plan(const std::shared_ptr<GpuContext>& context, const kernel::KernelPlan& plan,
                                        GpuBuffers inputs);

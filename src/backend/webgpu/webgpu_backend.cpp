@@ -21,7 +21,8 @@ void WebGpuBackend::attach(runtime::ExecContext& ctx) const {
 Tensor WebGpuBackend::greedy_token(const Tensor& logits) const {
   const auto plan = gpu_->own_plan("GreedyToken", "logits", logits.dtype(), logits.shape());
   if (!plan) throw Error(ErrorCode::Unsupported, "greedy_token: the kernels have no wgml.GreedyToken spec");
-  const Tensor token = run_plan(gpu_, *plan, {{"logits", logits}}).at("token");
+  if (greedy_.plan != plan) greedy_ = {plan, kernels_of(*gpu_, *plan), {}};
+  const Tensor token = run_plan_of_one(gpu_, *plan, greedy_.kernels, greedy_.buffers, logits);
   TensorDeviceAccess::device_data(token)->start_download();
   return token;
 }
@@ -29,6 +30,13 @@ Tensor WebGpuBackend::greedy_token(const Tensor& logits) const {
 void WebGpuBackend::end_run(runtime::ExecContext&) const {
   gpu_->recorder().submit();
   gpu_->pool().restart_sequence();
+}
+
+void WebGpuBackend::settle_folded(const Tensor& t) const { keep_packed_only(gpu_, t); }
+
+void WebGpuBackend::end_load() const {
+  gpu_->recorder().finish();
+  gpu_->pool().trim();
 }
 
 runtime::DeviceMemory WebGpuBackend::device_memory() const {

@@ -43,6 +43,12 @@ class WebGpuBackend final : public runtime::Backend {
   const runtime::KernelTable& kernels() const override { return table_; }
   void attach(runtime::ExecContext& ctx) const override;
   void end_run(runtime::ExecContext& ctx) const override;
+  // A folded bfloat16 result a kernel wrote widened (a weight's transpose: twice its packed bytes)
+  // is kept packed only (keep_packed_only).
+  void settle_folded(const Tensor& t) const override;
+  // Waits for the load's GPU work and destroys the pool's free buffers: the constants' uploads and
+  // widened transposes that folding made and let go.
+  void end_load() const override;
   runtime::DeviceMemory device_memory() const override;
   // Device for ops with a GPU kernel or decomposition, host for those the CPU runs, unknown for
   // views and what the executor runs itself.
@@ -62,6 +68,13 @@ class WebGpuBackend final : public runtime::Backend {
   cpu::CpuBackend cpu_;
   runtime::KernelTable table_;
   mutable Placement placement_;
+  // GreedyToken's plan as last run, with its kernels and buffers (kept: a pick every token).
+  struct KeptPlan {
+    std::shared_ptr<const kernel::KernelPlan> plan;
+    std::vector<const gpu::Kernel*> kernels;
+    GpuBuffers buffers;
+  };
+  mutable KeptPlan greedy_;
 };
 
 // Registers the GPU path for every node type with a spec or a decomposition in `gpu`, the CPU

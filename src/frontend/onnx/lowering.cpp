@@ -464,7 +464,7 @@ Value Lowering::runtime(ir::Tid tid, DType dtype, Dims dims) {
 Value Lowering::constant_value(const Tensor& t) {
   Value v;
   v.dtype = t.dtype();
-  v.dims = t.shape();
+  v.dims = std::vector<int64_t>(t.shape());
   v.constant = t;
   return v;
 }

@@ -38,9 +38,6 @@ class FusedProductsTest : public testing::WebGpuTest {
  protected:
   // The fused kernels' dtypes: float16 runs the unfused instructions (the specs say why).
   std::vector<DType> float_dtypes() { return {DType::Float32, DType::BFloat16}; }
-  const kernel::KernelPlan& plan(const std::string& domain, const std::string& op, const kernel::KernelRequest& r) {
-    return gpu()->plan(*gpu()->engine().find(domain, op), r);
-  }
   Tensor run(const std::string& domain, const std::string& op, const Operands& operands, Attributes attributes = {}) {
     return run_plan(gpu(), plan(domain, op, request_of(operands, std::move(attributes))), operands).at("out");
   }
@@ -67,11 +64,12 @@ Attributes four_bits(int64_t group) { return {{"group_size", kernel::Value(group
 
 TEST_F(FusedProductsTest, QuantizedSwiGluEqualsBothProductsThenSiluAndMultiplyToTheBit) {
   std::mt19937 rng(11);
-  // (rows of x, k, n): one row, 4 outputs of each matrix a workgroup; 3 rows (the class of 4, 2
-  // outputs each) and n not a multiple of them; 8 rows, one output each, in groups of 64.
+  // (rows of x, k, n): one row, 2 outputs of each matrix a workgroup (k under a chunk an
+  // invocation), and 4 (k = 4096); 3 rows (the class of 4, 2 outputs each) and n not a multiple
+  // of them; 8 rows, one output each, in groups of 64.
   for (DType t : float_dtypes())
-    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 256, 20}, {3, 128, 38}, {8, 512, 9}}) {
-      const int64_t group = k == 512 ? 64 : 32;
+    for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 256, 20}, {1, 4096, 11}, {3, 128, 38}, {8, 512, 9}}) {
+      const int64_t group = k >= 512 ? 64 : 32;
       const Operands pair = quantized_pair(t, m, k, n, group, rng);
       const std::string what = std::string(dtype_name(t)) + " m=" + std::to_string(m) + " n=" + std::to_string(n);
       const Tensor fused = run("wgml", "QuantizedSwiGlu", pair, four_bits(group));
@@ -141,12 +139,13 @@ Operands quantized_triple(DType t, int64_t m, int64_t k, const std::array<int64_
 TEST_F(FusedProductsTest, QuantizedProductsEqualTheThreeProductsToTheBit) {
   std::mt19937 rng(12);
   // (rows of x, k, rows of each matrix): a Llama's q wider than k and v; rows not a multiple of
-  // a workgroup's outputs (8 for one row of x, 4 for 3, 2 for 8); groups of 64.
+  // a workgroup's outputs (for one row of x 4, or 8 at k = 4096; 4 for 3 rows, 2 for 8); groups
+  // of 64.
   for (DType t : {DType::Float32, DType::BFloat16, DType::Float16}) {
     if (t == DType::Float16 && !gpu()->caps().shader_f16) continue;
     for (const auto& [m, k, rows] : std::vector<std::tuple<int64_t, int64_t, std::array<int64_t, 3>>>{
-             {1, 256, {64, 16, 16}}, {3, 128, {38, 10, 21}}, {8, 512, {9, 9, 3}}}) {
-      const int64_t group = k == 512 ? 64 : 32;
+             {1, 256, {64, 16, 16}}, {1, 4096, {20, 12, 5}}, {3, 128, {38, 10, 21}}, {8, 512, {9, 9, 3}}}) {
+      const int64_t group = k >= 512 ? 64 : 32;
       const Operands triple = quantized_triple(t, m, k, rows, group, rng);
       const std::string what = std::string(dtype_name(t)) + " m=" + std::to_string(m);
       const kernel::KernelPlan& fused = plan("wgml", "QuantizedProducts", request_of(triple, four_bits(group)));

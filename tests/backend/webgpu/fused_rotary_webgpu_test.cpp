@@ -56,14 +56,6 @@ Attributes rotary_attributes(const Layer& l) {
 
 class FusedRotaryTest : public testing::WebGpuTest {
  protected:
-  std::vector<DType> dtypes() {
-    std::vector<DType> all = {DType::Float32, DType::BFloat16};
-    if (gpu()->caps().shader_f16) all.push_back(DType::Float16);
-    return all;
-  }
-  const kernel::KernelPlan& plan(const std::string& domain, const std::string& op, const kernel::KernelRequest& r) {
-    return gpu()->plan(*gpu()->engine().find(domain, op), r);
-  }
   Tensor run(const std::string& domain, const std::string& op, const Operands& operands, const Attributes& attributes) {
     return run_plan(gpu(), plan(domain, op, request_of(operands, attributes)), operands).at("out");
   }
@@ -86,7 +78,7 @@ class FusedRotaryTest : public testing::WebGpuTest {
 TEST_F(FusedRotaryTest, RotaryKvWriteEqualsTheRotationsAndCacheWritesToTheBit) {
   std::mt19937 rng(31);
   // A decode step in the middle of the cache, a prefill from 0, a write that ends at the cache's end.
-  for (DType t : dtypes())
+  for (DType t : device_float_dtypes())
     for (const Layer& l : {Layer{1, 8, 16, 5}, Layer{3, 16, 8, 0}, Layer{2, 4, 6, 4}}) {
       const Operands o = layer_operands(t, l, rng);
       const std::string what = std::string(dtype_name(t)) + " start " + std::to_string(l.start);

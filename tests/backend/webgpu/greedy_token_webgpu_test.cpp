@@ -20,11 +20,6 @@ namespace {
 
 class GreedyTokenTest : public testing::WebGpuTest {
  protected:
-  std::vector<DType> float_dtypes() {
-    std::vector<DType> out = {DType::Float32, DType::BFloat16};
-    if (gpu()->caps().shader_f16) out.push_back(DType::Float16);
-    return out;
-  }
   // `host` (float32) in dtype `t` as a tensor that lives only on the GPU.
   Tensor on_device(const Tensor& host, DType t) {
     const Tensor x = cast(host, t);
@@ -47,7 +42,7 @@ Tensor random_rows(const Shape& shape, std::mt19937& rng) {
 TEST_F(GreedyTokenTest, PicksTheLastRowsFirstMaximumAsTheHostDoes) {
   std::mt19937 rng(5);
   const std::vector<Shape> shapes = {{1}, {1, 7}, {1, 1, 255}, {1, 256}, {1, 1, 257}, {3, 37}, {2, 1, 5003}};
-  for (DType t : float_dtypes())
+  for (DType t : device_float_dtypes())
     for (const Shape& shape : shapes) {
       const Tensor x = on_device(random_rows(shape, rng), t);
       const Tensor token = backend().greedy_token(x);
@@ -68,7 +63,7 @@ TEST_F(GreedyTokenTest, TiesGoToTheFirstIndexAndNanAboveEveryNumber) {
       {{640, 3, 700}, nan, 3},     // the first NaN, not the largest number
       {{0}, -1.0f, 0},             // a row of -2 but for a larger first element
   };
-  for (DType t : float_dtypes())
+  for (DType t : device_float_dtypes())
     for (const auto& [positions, value, expected] : cases) {
       Tensor host(DType::Float32, {1, row});
       for (int64_t i = 0; i < row; ++i) host.mutable_data_as<float>()[i] = -2.0f + 1e-3f * static_cast<float>(i % 3 == 0);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "backend/webgpu/gpu_tensor.h"
 #include "backend/webgpu/plan_runner.h"
@@ -26,6 +27,13 @@ const std::string kFixture = std::string(WGML_SOURCE_DIR) + "/tests/fixtures/pte
 
 class WebGpuBackendTest : public testing::WebGpuTest {
  protected:
+  // A copy of `host` that lives only on the GPU, widened as kernels write bfloat16.
+  Tensor widened_on_gpu_only(const Tensor& host) {
+    const Tensor t = Tensor::from_bytes(host.dtype(), host.shape(), host.data());
+    on_gpu(gpu(), t, *kernel::default_storage(host.dtype()), "weight", std::nullopt);
+    TensorDeviceAccess::drop_host_copy(t);
+    return t;
+  }
   std::vector<Value> inputs() const {
     return {io::read_npy(kFixture + "step0_input_0.npy", DType::Float32),
             io::read_npy(kFixture + "step0_input_1.npy", DType::Float32)};
@@ -88,6 +96,31 @@ TEST_F(WebGpuBackendTest, AProfileReportsCompileTimeApartAndNoCompilesOnceWarm) 
   EXPECT_EQ(session.profile_totals().compile_ms, 0.0);
 }
 
+// The load's own GPU work (attention_block's four weight transposes, folded at load) is timed
+// apart from the runs': the first run's profile counts the kernels a run dispatches, as the second
+// run's does, and the totals give the load's dispatches on their own.
+TEST_F(WebGpuBackendTest, AProfileLeavesTheLoadsFoldingOutOfTheRunsOps) {
+  const std::string fixture = std::string(WGML_SOURCE_DIR) + "/tests/fixtures/pte/attention_block/";
+  SessionOptions options;
+  options.device = "webgpu";
+  options.profile = true;
+  Session session(fixture + "model.pte", options);
+  const std::vector<Value> step = {io::read_npy(fixture + "step0_input_0.npy", DType::Float32),
+                                   io::read_npy(fixture + "step0_input_1.npy", DType::Int64)};
+  const auto gpu_calls = [&] {
+    std::map<std::string, uint64_t> calls;
+    for (const OpProfile& p : session.profile())
+      if (p.device == "webgpu") calls[p.op] += p.calls;
+    return calls;
+  };
+  session.run(step);
+  const std::map<std::string, uint64_t> first = gpu_calls();
+  EXPECT_EQ(session.profile_totals().load_dispatches, 4u) << "the four weight transposes";
+  EXPECT_GT(session.profile_totals().load_gpu_ms, 0.0);
+  session.run(step);
+  EXPECT_EQ(gpu_calls(), first);
+}
+
 // A bfloat16 tensor that kernels left on the GPU is widened there; an input that reads it packed
 // (Dequantize's scales and biases, as a Take of an embedding's scales feeds them) gets it repacked
 // by a kernel, with nothing read back while the run records.
@@ -124,6 +157,35 @@ TEST_F(WebGpuBackendTest, ABfloat16TensorOnlyOnTheGpuIsRepackedThereForAPackedIn
     }
 }
 
+// A folded bfloat16 constant (a weight's transpose, written widened: a value a word) is kept packed
+// only: its device copy becomes two values a word, the widened buffer is let go, and its values
+// read back unchanged (backend/webgpu/plan_runner.h, keep_packed_only).
+TEST_F(WebGpuBackendTest, AFoldedBfloat16IsKeptPackedOnly) {
+  std::mt19937 rng(11);
+  const Tensor host = testing::random_tensor(DType::BFloat16, {256, 64}, rng);
+  const Tensor t = widened_on_gpu_only(host);
+  const auto widened = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
+  ASSERT_EQ(widened->storage().kind, kernel::StorageKind::Widened);
+
+  backend().settle_folded(t);
+  const auto kept = std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t));
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->storage().kind, kernel::StorageKind::Packed);
+  EXPECT_EQ(kept->device_bytes(), kept->buffer()->capacity()) << "the packed copy holds no other";
+  EXPECT_LE(2 * kept->buffer()->capacity(), widened->buffer()->capacity());
+  EXPECT_EQ(widened.use_count(), 1) << "the widened copy is held here only";
+  testing::expect_same_tensor(Tensor::from_bytes(DType::BFloat16, t.shape(), t.data()), host, "the packed copy read back");
+
+  // Anything else is left as it is: a float32 tensor, or a bfloat16 one with host bytes.
+  for (const Tensor& other :
+       {testing::random_tensor(DType::Float32, {256, 64}, rng), testing::random_tensor(DType::BFloat16, {256, 64}, rng)}) {
+    on_gpu(gpu(), other, *kernel::default_storage(other.dtype()), "other", std::nullopt);
+    const auto before = TensorDeviceAccess::device_data(other);
+    backend().settle_folded(other);
+    EXPECT_EQ(TensorDeviceAccess::device_data(other), before);
+  }
+}
+
 // A 4-bit quantized product of x [1, 1, k] by w [n, k] (groups of 32) on random operands, and the
 // request that plans it.
 struct QuantizedProduct {
@@ -147,6 +209,24 @@ Tensor run_elementwise(const std::shared_ptr<GpuContext>& gpu, const std::string
   kernel::KernelRequest request;
   for (const auto& [name, tensor] : args) request.inputs[name] = {tensor.dtype(), tensor.shape()};
   return run_plan(gpu, gpu->plan(*gpu->engine().find("mlx", op), request), args).at("out");
+}
+
+// A bfloat16 tensor kept packed only (a folded weight) and read by a kernel that takes it widened
+// (an elementwise op) is widened on the GPU (WidenBfloat16), with nothing read back, and the values
+// are the same.
+TEST_F(WebGpuBackendTest, ABfloat16KeptPackedIsWidenedOnTheGpuForAWidenedInput) {
+  std::mt19937 rng(12);
+  const Tensor host = testing::random_tensor(DType::BFloat16, {3, 37}, rng);
+  const Tensor t = widened_on_gpu_only(host);
+  backend().settle_folded(t);
+  ASSERT_EQ(std::dynamic_pointer_cast<const GpuTensorData>(TensorDeviceAccess::device_data(t))->storage().kind,
+            kernel::StorageKind::Packed);
+  const uint64_t read_before = gpu()->recorder().traffic().bytes_read;
+  const Tensor negated = run_elementwise(gpu(), "Neg", {{"x", t}});
+  EXPECT_EQ(gpu()->recorder().traffic().bytes_read, read_before) << "the packed tensor was read back to be widened";
+  const std::vector<float> got = to_floats(negated), want = to_floats(host);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], -want[i]) << i;
 }
 
 // A residual Add fused into the quantized matrix-vector product (runtime/fusion.h) gives exactly what

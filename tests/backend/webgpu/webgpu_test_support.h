@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "backend/webgpu/webgpu_backend.h"
 #include "wgml/tensor.h"
@@ -25,6 +26,16 @@ class WebGpuTest : public ::testing::Test {
   }
   WebGpuBackend& backend() { return *shared_backend(); }
   const std::shared_ptr<GpuContext>& gpu() { return shared_backend()->context(); }
+  // float32, bfloat16, and float16 where the device computes in it.
+  std::vector<DType> device_float_dtypes() {
+    std::vector<DType> all = {DType::Float32, DType::BFloat16};
+    if (gpu()->caps().shader_f16) all.push_back(DType::Float16);
+    return all;
+  }
+  // The plan of op `domain.op` for `request`, as the backend makes it.
+  const kernel::KernelPlan& plan(const std::string& domain, const std::string& op, const kernel::KernelRequest& request) {
+    return gpu()->plan(*gpu()->engine().find(domain, op), request);
+  }
 };
 
 // Values spread over the dtype's range (small integers, floats in [-4, 4], bools).
