@@ -770,46 +770,19 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
   p.chains[p.main_chain_idx] = std::move(rewritten);
 }
 
-// A stage after the first, over the chain the stages before it made: `match(p, m, i)` tried at
-// each instruction, the fusions it finds applied. Returns how many.
-template <class Match>
-size_t fuse_stage(ir::Program& p, Match match) {
+// The second stage, over the chain the first made: each layer's RoPEs and cache writes.
+size_t fuse_rotary_kv_writes(ir::Program& p) {
   const std::vector<ir::Instruction>& chain = p.chains[p.main_chain_idx].instructions;
   const DefUse flow(p, chain);
   Matcher m(chain, flow);
   std::vector<Fusion> fusions;
   for (size_t j = 0; j < chain.size(); ++j)
-    if (std::optional<Fusion> f = match(p, m, j)) {
+    if (std::optional<Fusion> f = match_rotary_kv_write(p, m, j)) {
       m.claim(f->parts);
       fusions.push_back(std::move(*f));
     }
   apply(p, fusions);
   return fusions.size();
-}
-
-// The decode products whose kernels take an RMSNorm of their x (the norm's weight and eps).
-constexpr std::string_view kNormedProducts[] = {"QuantizedProducts", "QuantizedSwiGlu", "MatmulProducts", "MatmulSwiGlu"};
-
-// A fused product of x (above) where x = RMSNorm(y, weight) is read by that product alone (a Llama
-// layer's attention and MLP norms): the product of y with the norm's weight and eps, whose kernel
-// normalises y as it loads it. Its parts are the norm and the product as fused above (which runs
-// its own parts where its kernel does not fit). The third stage.
-std::optional<Fusion> match_normed_product(const ir::Program&, const Matcher& m, size_t at) {
-  for (std::string_view type : kNormedProducts) {
-    const ir::OnnxOp* op = m.op_at(at, "wgml", type);
-    size_t norm_at = 0;
-    const auto* norm = op ? m.sole_producer<ir::RMSNormNode>(at, *op->inputs.front(), norm_at) : nullptr;
-    if (!norm || !norm->weight) continue;
-    Fusion f;
-    f.parts = {norm_at, at};
-    f.op = *op;
-    f.op.inputs.front() = norm->x;
-    f.op.inputs.emplace_back(norm->weight);
-    f.op.attributes.push_back({"eps", double{norm->eps}});
-    if (!m.inputs_hold_until_last(f.parts)) return std::nullopt;
-    return f;
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -870,8 +843,7 @@ FusionCounts fuse_instructions(ir::Program& p) {
   }
   for (const Fusion& f : fusions) counts.gated_product += f.op.op_type == "QuantizedMatmul" && f.op.inputs.size() > kUpInput;
   apply(p, fusions);
-  counts.rotary_kv_write = fuse_stage(p, match_rotary_kv_write);  // each layer's RoPEs and cache writes
-  counts.normed_product = fuse_stage(p, match_normed_product);
+  counts.rotary_kv_write = fuse_rotary_kv_writes(p);
   return counts;
 }
 

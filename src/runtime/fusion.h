@@ -35,9 +35,6 @@ struct FusionCounts {
   // RotateHalf(q), RotateHalf(k) and the k and v cache writes at one start, each up to start +
   // its extent -> wgml.RotaryKvWrite (a second stage, over the RotateHalf ops the first made)
   size_t rotary_kv_write = 0;
-  // RMSNorm(y, weight) read only by a wgml.QuantizedProducts, QuantizedSwiGlu, MatmulProducts or
-  // MatmulSwiGlu of its output -> that op of y with the norm's weight and eps (a third stage)
-  size_t normed_product = 0;
 };
 
 // Rewrites `p`'s main chain in place; returns what it fused. A pattern is fused only when each of

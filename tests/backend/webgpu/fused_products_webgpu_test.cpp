@@ -1,8 +1,8 @@
 // Products fused at load (runtime/fusion.h) on the GPU: a Llama MLP's gate and up projections and
-// their SwiGLU as one kernel (wgml.QuantizedSwiGlu, wgml.MatmulSwiGlu), q, k and v as one, and the
-// RMSNorm in front of them, give what the instructions they replace give: to the bit against those instructions' own GPU kernels,
-// and within rounding against the CPU reference, which never fuses. Also a quantized embedding's lookup (three Takes and a
-// Dequantize) as one Dequantize of the gathered rows.
+// their SwiGLU as one kernel (wgml.QuantizedSwiGlu, wgml.MatmulSwiGlu) give what the four
+// instructions they replace give: to the bit against those instructions' own GPU kernels, and
+// within rounding against the CPU reference, which never fuses. Also a quantized embedding's
+// lookup (three Takes and a Dequantize) as one Dequantize of the gathered rows.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -124,35 +124,6 @@ TEST_F(FusedProductsTest, MatmulProductsEqualTheThreeProductsToTheBit) {
   }
 }
 
-// As for the quantized products (below): mat1 normalised by mlx.RMSNorm's kernel, then the dense
-// products, against the products that take the norm's weight.
-TEST_F(FusedProductsTest, ANormFusedIntoADenseProductIsTheNormKernelsToTheBit) {
-  std::mt19937 rng(19);
-  const Attributes eps = {{"eps", kernel::Value(1e-5)}};
-  // (rows, k): one vec4 a share and a short last round; 3 rows; 8 rows and a deep K (several
-  // vec4s a share).
-  for (DType t : float_dtypes())
-    for (const auto& [m, k] : std::vector<std::array<int64_t, 2>>{{1, 1100}, {3, 96}, {8, 4096}}) {
-      const std::string what = std::string(dtype_name(t)) + " m=" + std::to_string(m) + " k=" + std::to_string(k);
-      const Tensor x = random_floats(t, {1, m, k}, 1.0f, rng);
-      const Tensor weight = random_floats(t, {k}, 2.0f, rng);
-      const Tensor normed = run("mlx", "RMSNorm", {{"x", x}, {"weight", weight}}, eps);
-      Operands o = {{"mat1", normed}};
-      for (const std::string suffix : {"_q", "_k", "_v"}) o["mat2" + suffix] = random_floats(t, {k, 16}, 0.3f, rng);
-      const std::map<std::string, Tensor> want = run_plan(gpu(), plan("wgml", "MatmulProducts", request_of(o)), o);
-      o["mat1"] = x;
-      o["norm_weight"] = weight;
-      const std::map<std::string, Tensor> got = run_plan(gpu(), plan("wgml", "MatmulProducts", request_of(o, eps)), o);
-      for (const std::string out : {"out_q", "out_k", "out_v"})
-        testing::expect_same_tensor(got.at(out), want.at(out), what + " " + out);
-      Operands pair = {{"mat1", normed}, {"mat2", o.at("mat2_q")}, {"mat2_up", o.at("mat2_k")}};
-      const Tensor swiglu = run("wgml", "MatmulSwiGlu", pair);
-      pair["mat1"] = x;
-      pair["norm_weight"] = weight;
-      testing::expect_same_tensor(run("wgml", "MatmulSwiGlu", pair, eps), swiglu, what + " swiglu");
-    }
-}
-
 // x [1, m, k] and three 4-bit matrices of `rows` rows each (suffixes _q, _k, _v).
 Operands quantized_triple(DType t, int64_t m, int64_t k, const std::array<int64_t, 3>& rows, int64_t group, std::mt19937& rng) {
   Operands o = {{"x", random_floats(t, {1, m, k}, 1.0f, rng)}};
@@ -190,51 +161,6 @@ TEST_F(FusedProductsTest, QuantizedProductsEqualTheThreeProductsToTheBit) {
       }
     }
   }
-}
-
-// x normalised by mlx.RMSNorm's kernel and then multiplied, against the products that take the
-// norm's weight and normalise x as they load it.
-TEST_F(FusedProductsTest, ANormFusedIntoAQuantizedProductIsTheNormKernelsToTheBit) {
-  std::mt19937 rng(17);
-  const Attributes eps = {{"eps", kernel::Value(1e-5)}};
-  // (rows of x, k): one row, 2 or 4 rows of x in one workgroup's tree, the class of 8; k from one
-  // vec4 a share of the norm to four.
-  for (DType t : float_dtypes())
-    for (const auto& [m, k] : std::vector<std::array<int64_t, 2>>{{1, 256}, {1, 4096}, {3, 128}, {8, 512}}) {
-      const int64_t group = k >= 512 ? 64 : 32;
-      const std::string what = std::string(dtype_name(t)) + " m=" + std::to_string(m) + " k=" + std::to_string(k);
-      Operands triple = quantized_triple(t, m, k, {20, 12, 5}, group, rng);
-      const Tensor weight = random_floats(t, {k}, 2.0f, rng);
-      const Tensor normed = run("mlx", "RMSNorm", {{"x", triple.at("x")}, {"weight", weight}}, eps);
-      Attributes attributes = four_bits(group);
-      attributes.insert(eps.begin(), eps.end());
-      Operands fused = triple;
-      fused["norm_weight"] = weight;
-      const std::map<std::string, Tensor> got =
-          run_plan(gpu(), plan("wgml", "QuantizedProducts", request_of(fused, attributes)), fused);
-      triple["x"] = normed;
-      const std::map<std::string, Tensor> want =
-          run_plan(gpu(), plan("wgml", "QuantizedProducts", request_of(triple, four_bits(group))), triple);
-      for (const std::string out : {"out_q", "out_k", "out_v"})
-        testing::expect_same_tensor(got.at(out), want.at(out), what + " " + out);
-      Operands pair = quantized_pair(t, m, k, 14, group, rng);
-      const Tensor unnormed = pair.at("x");
-      pair["x"] = run("mlx", "RMSNorm", {{"x", unnormed}, {"weight", weight}}, eps);
-      const Tensor swiglu = run("wgml", "QuantizedSwiGlu", pair, four_bits(group));
-      pair["x"] = unnormed;
-      pair["norm_weight"] = weight;
-      testing::expect_same_tensor(run("wgml", "QuantizedSwiGlu", pair, attributes), swiglu, what + " swiglu");
-    }
-}
-
-TEST_F(FusedProductsTest, AFloat16NormIsNotFused) {
-  std::mt19937 rng(20);
-  Operands triple = quantized_triple(DType::Float16, 1, 128, {8, 8, 8}, 32, rng);
-  triple["norm_weight"] = random_floats(DType::Float16, {128}, 1.0f, rng);
-  EXPECT_NE(testing::testing_error([&] {
-              plan("wgml", "QuantizedProducts", request_of(triple, four_bits(32)));
-            }).find("types.T != \"float16\""),
-            std::string::npos);
 }
 
 TEST_F(FusedProductsTest, MoreThanEightRowsOrMatricesOfTwoShapesDoNotFit) {
@@ -282,9 +208,7 @@ void expect_gpu_fuses_and_matches_cpu(WebGpuBackend& gpu, const std::shared_ptr<
   on_gpu.profile(true);
   const std::vector<Value> gpu_outputs = on_gpu.run(values);
   EXPECT_EQ(on_gpu.op_times().count(fused_op), 1u) << what;
-  EXPECT_EQ(on_gpu.op_times().count("SiluNode") + on_gpu.op_times().count("QuantizedMatmulNode") +
-                on_gpu.op_times().count("RMSNormNode"),
-            0u)
+  EXPECT_EQ(on_gpu.op_times().count("SiluNode") + on_gpu.op_times().count("QuantizedMatmulNode"), 0u)
       << what << ": the fused instructions ran";
   const cpu::CpuBackend cpu;
   const std::vector<Value> cpu_outputs = runtime::Executor(model, cpu).run(values);
@@ -353,34 +277,6 @@ TEST_F(FusedProductsTest, QKVProductsRunFusedOnTheGpuAndMatchTheCpuReference) {
       for (const std::string suffix : {"_q", "_k", "_v"})
         for (const std::string name : {"w", "scales", "biases"}) inputs.push_back(triple.at(name + suffix));
       expect_gpu_fuses_and_matches_cpu(backend(), products_model(products, 10), inputs, "wgml.QuantizedProducts",
-                                       std::string(dtype_name(t)) + " m=" + std::to_string(m));
-    }
-}
-
-// A Llama attention's norm and q, k and v projections as exported: RMSNorm(x, weight) into a temp,
-// read by the three products (inputs: x, the norm's weight, then each product's w, scales and
-// biases; outputs after them).
-TEST_F(FusedProductsTest, ANormAndQKVProductsRunAsOneKernelOnTheGpuAndMatchTheCpuReference) {
-  std::mt19937 rng(18);
-  const int64_t k = 256;
-  const std::array<int64_t, 3> rows = {48, 16, 16};
-  const ir::Tid normed{14};
-  std::vector<ir::Instruction> products;
-  for (uint32_t s = 0; s < 3; ++s)
-    products.emplace_back(ir::Node(ir::QuantizedMatmulNode{normed, ir::Tid{2 + 3 * s}, ir::Tid{3 + 3 * s}, ir::Tid{11 + s},
-                                                           ir::Tid{4 + 3 * s}, 32, 4, "affine", true}));
-  const std::shared_ptr<ir::Model> model = products_model(products, 11);
-  ir::Program& p = model->program;
-  p.num_temp_tensors = 1;
-  auto& main = p.chains[p.main_chain_idx].instructions;
-  main.insert(main.begin(), ir::Node(ir::RMSNormNode{ir::Tid{0}, ir::Tid{1}, normed, 1e-5f}));
-  for (DType t : float_dtypes())
-    for (int64_t m : {1, 4}) {
-      const Operands triple = quantized_triple(t, m, k, rows, 32, rng);
-      std::vector<Tensor> inputs = {triple.at("x"), random_floats(t, {k}, 2.0f, rng)};
-      for (const std::string suffix : {"_q", "_k", "_v"})
-        for (const std::string name : {"w", "scales", "biases"}) inputs.push_back(triple.at(name + suffix));
-      expect_gpu_fuses_and_matches_cpu(backend(), model, inputs, "wgml.QuantizedProducts",
                                        std::string(dtype_name(t)) + " m=" + std::to_string(m));
     }
 }
