@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "backend/cpu/cpu_backend.h"
 #include "support/mlx_cases.h"
 #include "webgpu_test_support.h"
 
@@ -119,6 +120,34 @@ TEST(WebGpuPromotion, MixedOperandsAreCastOnTheGpu) {
       EXPECT_EQ(count_of(backend.placement().on_cpu, op), cpu_before) << name << " fell back to the CPU";
     }
   EXPECT_GE(cases, 5) << "the mixed-dtype cases are missing";
+}
+
+// The SDPA decode cases (GQA, masks, head dims 64-256 and odd ones, f16, bf16, several steps) once
+// more on a backend whose decode attention takes all the keys in one pass (Sdpa's decode-single
+// variant, which DECODE_WORKGROUPS 1 chooses for every decode call), against the CPU reference.
+TEST(WebGpuOnePassDecode, SdpaCasesMatchTheCpuReference) {
+  if (!testing::shared_backend()) GTEST_SKIP() << testing::skip_reason();
+  GpuOptions options;
+  options.small_values_on_host = false;
+  options.tunables = {"Sdpa.DECODE_WORKGROUPS=1"};
+  const WebGpuBackend backend(options);
+  kernel::KernelRequest decode;
+  decode.inputs = {
+      {"q", {DType::Float32, {1, 8, 1, 64}}}, {"k", {DType::Float32, {1, 2, 40, 64}}}, {"v", {DType::Float32, {1, 2, 40, 64}}}};
+  decode.attributes = {{"scale", kernel::Value(0.125)}, {"kvStop", kernel::Value(int64_t{40})}};
+  const kernel::KernelPlan& plan = backend.context()->plan(*backend.context()->engine().find("mlx", "Sdpa"), decode);
+  EXPECT_EQ(plan.variant, "decode-single");
+  EXPECT_EQ(plan.passes.size(), 1u);
+  const cpu::CpuBackend reference;
+  size_t decodes = 0;
+  for (const nlohmann::json& c : wgml::testing::mlx_cases_of("SdpaNode")) {
+    const std::string name = c["name"].get<std::string>();
+    if (name.find("decode") == std::string::npos) continue;
+    ++decodes;
+    wgml::testing::expect_same_results(c, wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
+                                       name + " (one-pass decode against the CPU)");
+  }
+  EXPECT_GE(decodes, 8u);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryNode, WebGpuMlxDifferential, ::testing::ValuesIn(wgml::testing::all_node_names()),
