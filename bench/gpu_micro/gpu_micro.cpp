@@ -58,19 +58,6 @@ struct Options {
 
 // ---- kernels ---------------------------------------------------------------------------------
 
-const std::string kCopyWgsl = std::string(kLinearWorkgroupIdWgsl) + R"(
-@group(0) @binding(0) var<storage, read> src : array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst : array<vec4<f32>>;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid : vec3<u32>, @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) lid : u32) {
-  let i = wgml_linear_workgroup_id(wid, nwg) * 256u + lid;
-  if (i < arrayLength(&dst)) {
-    dst[i] = src[i];
-  }
-}
-)";
-
 // One invocation adds its parameter to a counter: the final count proves every dispatch ran.
 const std::string kCountWgsl = R"(
 struct Params { increment : u32 }
@@ -156,7 +143,7 @@ json measure_copy(Bench& b, std::vector<TraceSlice>& trace) {
   const WGPULimits& limits = b.device.limits();
   uint64_t bytes = std::min<uint64_t>(b.options.copy_mib << 20, limits.maxStorageBufferBindingSize);
   bytes = bytes / 4096 * 4096;  // whole workgroups of 256 vec4
-  const Kernel& kernel = b.pipelines.get({"copy", kCopyWgsl, "main", {}, {Access::Read, Access::ReadWrite}, 0});
+  const Kernel& kernel = b.pipelines.get({"copy", wgml::backend::webgpu::kCopyWgsl, "main", {}, {Access::Read, Access::ReadWrite}, 0});
   PooledBuffer src = b.pool.acquire(bytes, BufferKind::Storage, "copy source");
   PooledBuffer dst = b.pool.acquire(bytes, BufferKind::Storage, "copy destination");
   Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun});
