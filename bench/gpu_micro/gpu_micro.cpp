@@ -143,7 +143,8 @@ json measure_copy(Bench& b, std::vector<TraceSlice>& trace) {
   const WGPULimits& limits = b.device.limits();
   uint64_t bytes = std::min<uint64_t>(b.options.copy_mib << 20, limits.maxStorageBufferBindingSize);
   bytes = bytes / 4096 * 4096;  // whole workgroups of 256 vec4
-  const Kernel& kernel = b.pipelines.get({"copy", wgml::backend::webgpu::kCopyWgsl, "main", {}, {Access::Read, Access::ReadWrite}, 0});
+  const Kernel& kernel =
+      b.pipelines.get({"copy", wgml::backend::webgpu::kCopyWgsl, "main", {}, {Access::Read, Access::ReadWrite}, 0});
   PooledBuffer src = b.pool.acquire(bytes, BufferKind::Storage, "copy source");
   PooledBuffer dst = b.pool.acquire(bytes, BufferKind::Storage, "copy destination");
   Recorder recorder(b.device, b.pool, {SubmitPolicy::OncePerRun});
