@@ -131,6 +131,9 @@ struct Fusion {
   // instructions rewritten in place (by their index; at a part's place, emitted there instead).
   std::vector<ir::Instruction> parts_chain;
   std::map<size_t, ir::Instruction> rewritten;
+  // Inputs copied aside at the first part's place (IdCopy into slots of their own, no data
+  // copied), where instructions between the parts write their slots before the op's place.
+  std::vector<ir::Instruction> copies_at_first;
 };
 
 class Matcher {
@@ -695,6 +698,83 @@ std::optional<Fusion> match_rotary_kv_write(ir::Program& p, const Matcher& m, si
   return std::nullopt;
 }
 
+// How far after a layer's rotary KV write its attention is looked for.
+constexpr size_t kAttentionWindow = 12;
+
+// The SymSize nodes in (after, before) that read tensor slot t.
+std::vector<size_t> sizes_read_between(const Matcher& m, Tid t, size_t after, size_t before) {
+  std::vector<size_t> found;
+  for (size_t k = after + 1; k < before; ++k)
+    if (const auto* size = m.node_at<ir::SymSizeNode>(k); size && size->a.idx == t.idx) found.push_back(k);
+  return found;
+}
+
+// A decode step's rotary KV write (the second stage's wgml.RotaryKvWrite) and the attention over
+// the caches it writes (the first stage's mlx.Sdpa, without a mask): Sdpa's q, k and v are the
+// write's q' and caches, k' is read by nothing and q' by the attention and SymSize nodes alone
+// (which then read q, of q''s shape). One wgml.RotarySdpa at the attention's place, with both
+// ops as its parts; nothing between may touch the caches.
+std::optional<Fusion> match_rotary_sdpa(ir::Program& p, const Matcher& m, size_t i) {
+  const size_t chain_size = p.chains[p.main_chain_idx].instructions.size();
+  const ir::OnnxOp* write = m.op_at(i, "wgml", "RotaryKvWrite");
+  if (!write || write->inputs.size() != 7 || write->outputs.size() != 4 || write->value_attributes.size() != 1)
+    return std::nullopt;
+  const Tid q_out = *write->outputs[0], k_out = *write->outputs[1], k_cache = *write->outputs[2], v_cache = *write->outputs[3];
+  for (size_t j = i + 1; j < std::min(chain_size, i + kAttentionWindow); ++j) {
+    const ir::OnnxOp* sdpa = m.op_at(j, "mlx", "Sdpa");
+    if (!sdpa) continue;
+    const auto reads = [&](size_t input, Tid t) {
+      return sdpa->inputs[input] && sdpa->inputs[input]->idx == t.idx && m.writer(j, t) == i;
+    };
+    if (sdpa->inputs.size() != 3 || !reads(0, q_out) || !reads(1, k_cache) || !reads(2, v_cache)) return std::nullopt;
+    const std::vector<size_t> sizes = sizes_read_between(m, q_out, i, j);
+    std::set<size_t> q_readers(sizes.begin(), sizes.end());
+    q_readers.insert(j);
+    Fusion f;
+    f.parts = {i, j};
+    if (!m.flow().read_only_by_any(i, q_out, q_readers) || !m.flow().read_only_by_any(i, k_out, {}) ||
+        m.slot_touched(k_cache, i, j, {}) || m.slot_touched(v_cache, i, j, {}))
+      return std::nullopt;
+    // The export reuses the slots of k and v for the attention's bound before it: such inputs are
+    // copied aside at the write's place, where the op and its parts read them.
+    ir::OnnxOp write_part = *write;
+    std::vector<Tid> inputs;
+    for (auto& t : write_part.inputs) {
+      if (m.written_between(*t, i, j, {})) {
+        const Tid own = new_temp_slot(p);
+        f.copies_at_first.emplace_back(ir::Node(ir::IdCopyNode{*t, own}));
+        t = own;
+      }
+      inputs.push_back(*t);
+    }
+    // So is the start, where the bound's arithmetic reuses its value slot (start + 0).
+    ir::Vid& start = write_part.value_attributes[0].second;
+    if (m.value_writer(start, i + 1, j)) {
+      const ir::Vid own{p.num_values++};
+      f.copies_at_first.emplace_back(ir::Node(ir::AddIntNode{ir::IntOrVid{0, start, true}, ir::IntOrVid{0, {}, false}, own}));
+      start = own;
+    }
+    // The parts write q' and k' into slots of their own: the export may reuse theirs in between.
+    ir::OnnxOp sdpa_part = *sdpa;
+    write_part.outputs[0] = sdpa_part.inputs[0] = new_temp_slot(p);
+    write_part.outputs[1] = new_temp_slot(p);
+    f.parts_chain = {ir::Instruction(write_part), ir::Instruction(sdpa_part)};
+    f.op = fused_op("wgml", "RotarySdpa", inputs, *sdpa->outputs[0]);
+    f.op.outputs = {sdpa->outputs[0], k_cache, v_cache};
+    f.op.attributes = write->attributes;
+    f.op.attributes.insert(f.op.attributes.end(), sdpa->attributes.begin(), sdpa->attributes.end());
+    f.op.value_attributes = write_part.value_attributes;
+    f.op.value_attributes.insert(f.op.value_attributes.end(), sdpa->value_attributes.begin(), sdpa->value_attributes.end());
+    for (size_t k : sizes) {
+      ir::SymSizeNode size = std::get<ir::SymSizeNode>(*ir::as_node(m.at(k)));
+      size.a = inputs[0];
+      f.rewritten.emplace(k, ir::Instruction(ir::Node(size)));
+    }
+    return f;
+  }
+  return std::nullopt;
+}
+
 // A temp slot of its own for each of `f`'s relayed outputs; its part writes there too (the parts
 // run where the op's kernel does not fit). Returns the IdCopy for each relay, by its part's place.
 std::map<size_t, ir::Instruction> relay_outputs(ir::Program& p, Fusion& f, std::vector<ir::Instruction>& parts) {
@@ -723,8 +803,10 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
   std::map<size_t, Fusion*> by_last;
   std::set<size_t> removed;
   std::map<size_t, ir::Instruction> rewritten_in_place;
+  std::map<size_t, Fusion*> copying_at;
   for (Fusion& f : fusions) {
     by_last[f.at_first ? f.parts.front() : f.parts.back()] = &f;
+    if (!f.copies_at_first.empty()) copying_at[f.parts.front()] = &f;
     removed.insert(f.parts.begin(), f.parts.end());
     removed.insert(f.dropped.begin(), f.dropped.end());
     rewritten_in_place.merge(f.rewritten);
@@ -733,6 +815,11 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
   ir::Chain rewritten;
   const auto origin = [&](size_t i) { return i < main.origins.size() ? main.origins[i] : std::string(); };
   for (size_t i = 0; i < main.instructions.size(); ++i) {
+    if (const auto it = copying_at.find(i); it != copying_at.end())
+      for (ir::Instruction& copy : it->second->copies_at_first) {
+        rewritten.instructions.push_back(std::move(copy));
+        rewritten.origins.push_back(origin(i));
+      }
     if (const auto it = by_last.find(i); it != by_last.end()) {
       Fusion& f = *it->second;
       ir::Chain parts;
@@ -770,14 +857,15 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
   p.chains[p.main_chain_idx] = std::move(rewritten);
 }
 
-// The second stage, over the chain the first made: each layer's RoPEs and cache writes.
-size_t fuse_rotary_kv_writes(ir::Program& p) {
+// A later stage, over the chain the one before made: `match(p, m, i)` at each instruction i.
+template <class Match>
+size_t fuse_stage(ir::Program& p, Match match) {
   const std::vector<ir::Instruction>& chain = p.chains[p.main_chain_idx].instructions;
   const DefUse flow(p, chain);
   Matcher m(chain, flow);
   std::vector<Fusion> fusions;
   for (size_t j = 0; j < chain.size(); ++j)
-    if (std::optional<Fusion> f = match_rotary_kv_write(p, m, j)) {
+    if (std::optional<Fusion> f = match(p, m, j)) {
       m.claim(f->parts);
       fusions.push_back(std::move(*f));
     }
@@ -843,7 +931,9 @@ FusionCounts fuse_instructions(ir::Program& p) {
   }
   for (const Fusion& f : fusions) counts.gated_product += f.op.op_type == "QuantizedMatmul" && f.op.inputs.size() > kUpInput;
   apply(p, fusions);
-  counts.rotary_kv_write = fuse_rotary_kv_writes(p);
+  // The second stage: each layer's RoPEs and cache writes; the third: those with the attention.
+  counts.rotary_kv_write = fuse_stage(p, match_rotary_kv_write);
+  counts.rotary_sdpa = fuse_stage(p, match_rotary_sdpa);
   return counts;
 }
 

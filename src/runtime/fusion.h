@@ -35,6 +35,9 @@ struct FusionCounts {
   // RotateHalf(q), RotateHalf(k) and the k and v cache writes at one start, each up to start +
   // its extent -> wgml.RotaryKvWrite (a second stage, over the RotateHalf ops the first made)
   size_t rotary_kv_write = 0;
+  // RotaryKvWrite and the Sdpa over the caches it writes, reading its q' -> wgml.RotarySdpa (a
+  // third stage, over the second's)
+  size_t rotary_sdpa = 0;
 };
 
 // Rewrites `p`'s main chain in place; returns what it fused. A pattern is fused only when each of

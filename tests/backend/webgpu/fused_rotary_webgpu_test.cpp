@@ -1,9 +1,11 @@
 // A decode step's rotary embedding and KV-cache writes fused at load (runtime/fusion.h) into one
 // kernel, wgml.RotaryKvWrite: to the bit what the RotateHalf and SliceUpdate kernels it replaces
 // give, copied caches or written in place, and a region that does not fit the cache is refused
-// (the fused instructions then run and decide).
+// (the fused instructions then run and decide). Then the same with the attention that reads them,
+// wgml.RotarySdpa: to the bit what RotaryKvWrite and Sdpa give.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "backend/webgpu/plan_runner.h"
@@ -106,6 +108,77 @@ TEST_F(FusedRotaryTest, CachesWrittenInPlaceTakeOneDispatch) {
   const std::map<std::string, Tensor> out = run_plan(gpu(), in_place, o);
   testing::expect_same_tensor(out.at("k_cache_out"), k_cache, "k_cache_out");
   testing::expect_same_tensor(out.at("v_cache_out"), v_cache, "v_cache_out");
+}
+
+// The attention of a decode step at `start` over the caches up to the new key.
+Attributes attention_attributes(const Layer& l) {
+  Attributes a = rotary_attributes(l);
+  a["scale"] = kernel::Value(1.0 / std::sqrt(static_cast<double>(l.dim)));
+  a["kvStop"] = kernel::Value(l.start + 1);
+  a["kvAxis"] = kernel::Value(int64_t{2});
+  return a;
+}
+
+class FusedAttentionTest : public FusedRotaryTest {
+ protected:
+  // RotaryKvWrite, then Sdpa over its q' and caches: what wgml.RotarySdpa replaces.
+  std::map<std::string, Tensor> unfused(const Operands& o, const Layer& l) {
+    std::map<std::string, Tensor> written =
+        run_plan(gpu(), plan("wgml", "RotaryKvWrite", request_of(o, rotary_attributes(l))), o);
+    const Operands attention = {{"q", written.at("q_out")}, {"k", written.at("k_cache_out")}, {"v", written.at("v_cache_out")}};
+    const Attributes a = attention_attributes(l);
+    written["out"] =
+        run("mlx", "Sdpa", attention, {{"scale", a.at("scale")}, {"kvStop", a.at("kvStop")}, {"kvAxis", a.at("kvAxis")}});
+    return written;
+  }
+};
+
+TEST_F(FusedAttentionTest, RotarySdpaEqualsTheRotaryWriteAndTheAttentionToTheBit) {
+  std::mt19937 rng(34);
+  // The first position; a key in the second of two chunks of 32 keys; the last of four chunks,
+  // ending at the cache's end; rows of 6 (one value a load: half is not a multiple of 4).
+  for (DType t : device_float_dtypes())
+    for (const Layer& l : {Layer{1, 8, 16, 0}, Layer{1, 64, 96, 40}, Layer{1, 16, 100, 99}, Layer{1, 6, 12, 7}}) {
+      const Operands o = layer_operands(t, l, rng);
+      const std::string what = std::string(dtype_name(t)) + " dim " + std::to_string(l.dim) + " start " + std::to_string(l.start);
+      const std::map<std::string, Tensor> want = unfused(o, l);
+      const std::map<std::string, Tensor> got =
+          run_plan(gpu(), plan("wgml", "RotarySdpa", request_of(o, attention_attributes(l))), o);
+      testing::expect_same_tensor(got.at("out"), want.at("out"), what + " out");
+      testing::expect_same_tensor(got.at("k_cache_out"), want.at("k_cache_out"), what + " k_cache_out");
+      testing::expect_same_tensor(got.at("v_cache_out"), want.at("v_cache_out"), what + " v_cache_out");
+    }
+}
+
+TEST_F(FusedAttentionTest, CachesWrittenInPlaceLeaveTheAttentionsTwoDispatches) {
+  std::mt19937 rng(35);
+  const Layer l{1, 64, 80, 70};
+  const Operands o = layer_operands(DType::BFloat16, l, rng);
+  const std::map<std::string, Tensor> want = unfused(o, l);
+  kernel::KernelRequest r = request_of(o, attention_attributes(l));
+  r.may_alias = {{"k_cache", "k_cache_out"}, {"v_cache", "v_cache_out"}};
+  const kernel::KernelPlan& in_place = plan("wgml", "RotarySdpa", r);
+  ASSERT_EQ(in_place.passes.size(), 2u);
+  const std::map<std::string, Tensor> got = run_plan(gpu(), in_place, o);
+  testing::expect_same_tensor(got.at("out"), want.at("out"), "out");
+  testing::expect_same_tensor(got.at("k_cache_out"), want.at("k_cache_out"), "k_cache_out");
+  testing::expect_same_tensor(got.at("v_cache_out"), want.at("v_cache_out"), "v_cache_out");
+}
+
+TEST_F(FusedAttentionTest, MoreThanOneQueryOrANewKeyPastTheBoundDoesNotFit) {
+  std::mt19937 rng(36);
+  const Layer prefill{2, 8, 16, 3};
+  EXPECT_NE(testing::testing_error([&] {
+              plan("wgml", "RotarySdpa", request_of(layer_operands(DType::Float32, prefill, rng), attention_attributes(prefill)));
+            }).find("queryLength == 1"),
+            std::string::npos);
+  const Layer l{1, 8, 16, 3};
+  Attributes unread = attention_attributes(l);
+  unread["kvStop"] = kernel::Value(int64_t{3});
+  EXPECT_NE(testing::testing_error([&] {
+              plan("wgml", "RotarySdpa", request_of(layer_operands(DType::Float32, l, rng), unread));
+            }).find("attrs.start < keyLength"),
+            std::string::npos);
 }
 
 TEST_F(FusedRotaryTest, ARegionOutsideTheCacheDoesNotFit) {
