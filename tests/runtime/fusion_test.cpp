@@ -381,6 +381,13 @@ std::vector<wgml::ir::Instruction> rope_of(Tid x, uint32_t t, Tid out) {
           instruction(wgml::ir::AddNode{Tid{t}, Tid{t + 4}, out})};
 }
 
+// The slot numbers of a fused op's inputs or outputs.
+std::vector<uint32_t> slots(const std::vector<std::optional<Tid>>& operands) {
+  std::vector<uint32_t> out;
+  for (const auto& t : operands) out.push_back(t->idx);
+  return out;
+}
+
 // One attention layer's prologue as a Llama export writes it: q (slot 0) and k (10) rotated into
 // 20 and 21, then k' and v (11) written into the caches (mutable buffers 12 and 13) along axis 2
 // from the position in value slot 0, each up to it plus SymSize(update, 2) (value slots 1 to 4).
@@ -410,11 +417,8 @@ TEST(Fusion, RotationsAndCacheWritesOfALayerFuseIntoOneOpAtTheLastWrite) {
   EXPECT_EQ(names(p), (std::vector<std::string>{"SymSizeNode", "AddIntNode", "SymSizeNode", "AddIntNode", "wgml.RotaryKvWrite"}));
   EXPECT_EQ(std::get<wgml::ir::SymSizeNode>(std::get<wgml::ir::Node>(p.chains[0].instructions[0])).a.idx, 10u);
   const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions[4]);
-  std::vector<uint32_t> inputs, outputs;
-  for (const auto& t : op.inputs) inputs.push_back(t->idx);
-  for (const auto& t : op.outputs) outputs.push_back(t->idx);
-  EXPECT_EQ(inputs, (std::vector<uint32_t>{0, 10, 11, 1, 2, 12, 13}));
-  EXPECT_EQ(outputs, (std::vector<uint32_t>{20, 21, 12, 13}));
+  EXPECT_EQ(slots(op.inputs), (std::vector<uint32_t>{0, 10, 11, 1, 2, 12, 13}));
+  EXPECT_EQ(slots(op.outputs), (std::vector<uint32_t>{20, 21, 12, 13}));
   ASSERT_EQ(op.value_attributes.size(), 1u);
   EXPECT_EQ(op.value_attributes[0].first, "start");
   EXPECT_EQ(op.value_attributes[0].second.idx, 0u);
@@ -496,11 +500,8 @@ TEST(Fusion, ARotaryWriteAndTheAttentionOverItsCachesFuseAtTheAttention) {
   EXPECT_EQ(names(p), (std::vector<std::string>{"SymSizeNode", "AddIntNode", "SymSizeNode", "AddIntNode", "AddIntNode",
                                                 "wgml.RotarySdpa"}));
   const auto& op = std::get<wgml::ir::OnnxOp>(p.chains[0].instructions.back());
-  std::vector<uint32_t> inputs, outputs;
-  for (const auto& t : op.inputs) inputs.push_back(t->idx);
-  for (const auto& t : op.outputs) outputs.push_back(t->idx);
-  EXPECT_EQ(inputs, (std::vector<uint32_t>{0, 10, 11, 1, 2, 12, 13}));
-  EXPECT_EQ(outputs, (std::vector<uint32_t>{24, 12, 13}));
+  EXPECT_EQ(slots(op.inputs), (std::vector<uint32_t>{0, 10, 11, 1, 2, 12, 13}));
+  EXPECT_EQ(slots(op.outputs), (std::vector<uint32_t>{24, 12, 13}));
   ASSERT_EQ(op.value_attributes.size(), 2u);
   EXPECT_EQ(op.value_attributes[0].first, "start");
   EXPECT_EQ(op.value_attributes[1].first, "kvStop");
