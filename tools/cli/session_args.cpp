@@ -116,7 +116,7 @@ void print_profile(Session& session, const std::string& trace_path) {
   std::fprintf(stderr, "profile (%s)\n%-32s %-8s %7s %11s %8s %11s  %s\n", session.device_description().c_str(), "op", "device",
                "calls", "total ms", "compiles", "compile ms", "note");
   for (const OpProfile& p : ops) {
-    char compiled[32] = "";
+    char compiled[384] = "";  // room for any double, so that no column is cut
     if (p.compiles)
       std::snprintf(compiled, sizeof compiled, "%8llu %11.3f", static_cast<unsigned long long>(p.compiles), p.compile_ms);
     std::fprintf(stderr, "%-32s %-8s %7llu %11.3f %20s  %s\n", printable(p.op).c_str(), p.device.c_str(),
