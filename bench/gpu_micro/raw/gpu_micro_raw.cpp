@@ -7,9 +7,10 @@
 // One source, compiled once per implementation (see dawn_subset.h for the differences):
 //
 //   Dawn (npm bun-webgpu-linux-x64, declarations from bench/gpu_micro/raw/dawn_subset.h):
-//     g++ -O2 -std=c++20 -DWGML_IMPL_DAWN -Ibench/gpu_micro/raw -o gpu_micro_dawn bench/gpu_micro/raw/gpu_micro_raw.cpp -ldl
+//     g++ -O2 -std=c++20 -DWGML_IMPL_DAWN -Isrc -Ibench/gpu_micro/raw -o gpu_micro_dawn bench/gpu_micro/raw/gpu_micro_raw.cpp
+//     -ldl
 //   wgpu-native (PyPI wgpu, declarations from the headers in its wheel):
-//     g++ -O2 -std=c++20 -DWGML_IMPL_WGPU -I.cache/webgpu/wgpu-native-py0.32.0/wgpu/resources -o gpu_micro_wgpu
+//     g++ -O2 -std=c++20 -DWGML_IMPL_WGPU -Isrc -I.cache/webgpu/wgpu-native-py0.32.0/wgpu/resources -o gpu_micro_wgpu
 //     bench/gpu_micro/raw/gpu_micro_raw.cpp -ldl
 //
 // Run:
@@ -30,6 +31,8 @@
 // after one warm-up batch. Copy bandwidth counts bytes read + bytes written.
 
 #include <dlfcn.h>
+
+#include "backend/webgpu/roofline_wgsl.h"
 
 #include <algorithm>
 #include <chrono>
@@ -521,21 +524,10 @@ auto one_pass(WGPUComputePipeline p, WGPUBindGroup bg, uint32_t n, uint32_t x, u
 }
 
 // ---------------------------------------------------------------------------------------
-// Kernels
+// Kernels (the copy and the FMA kernel are the rooflines' own: src/backend/webgpu/roofline_wgsl.h)
 // ---------------------------------------------------------------------------------------
-const char* const kCopyWgsl = R"(
-@group(0) @binding(0) var<storage, read> src : array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst : array<vec4<f32>>;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid : vec3<u32>,
-        @builtin(num_workgroups) nwg : vec3<u32>,
-        @builtin(local_invocation_index) lid : u32) {
-  let i = (wid.y * nwg.x + wid.x) * 256u + lid;
-  if (i < arrayLength(&dst)) {
-    dst[i] = src[i];
-  }
-}
-)";
+using wgml::backend::webgpu::kCopyWgsl;
+using wgml::backend::webgpu::kFmaWgsl;
 
 const char* const kTinyWgsl = R"(
 @group(0) @binding(0) var<storage, read_write> counter : array<u32>;
@@ -544,30 +536,6 @@ fn main(@builtin(local_invocation_index) lid : u32) {
   if (lid == 0u) {
     counter[0] = counter[0] + 1u;
   }
-}
-)";
-
-// 4 independent vec4 chains, unrolled 4x: 16 vec4 FMAs = 128 flop per thread per trip.
-const char* const kFmaWgsl = R"(
-struct Params { iters : u32, pad0 : u32, pad1 : u32, pad2 : u32 }
-@group(0) @binding(0) var<storage, read_write> out : array<vec4<f32>>;
-@group(0) @binding(1) var<uniform> params : Params;
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid : vec3<u32>) {
-  let s = f32(gid.x) * 1.0e-7;
-  var a = vec4<f32>(s, s + 1.0, s + 2.0, s + 3.0);
-  var b = a + vec4<f32>(0.5);
-  var c = a + vec4<f32>(0.25);
-  var d = a + vec4<f32>(0.125);
-  let m = vec4<f32>(0.9999, 0.9998, 0.9997, 0.9996);
-  let k = vec4<f32>(1.0e-4, 2.0e-4, 3.0e-4, 4.0e-4);
-  for (var i = 0u; i < params.iters; i = i + 1u) {
-    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
-    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
-    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
-    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
-  }
-  out[gid.x] = a + b + c + d;
 }
 )";
 

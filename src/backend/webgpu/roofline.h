@@ -11,13 +11,10 @@
 #include <vector>
 
 #include "backend/webgpu/gpu_context.h"
+#include "backend/webgpu/roofline_wgsl.h"
 
 namespace wgml::backend::webgpu {
 
-// The copy: thread i copies vec4 i (a 2-D grid folded into one index).
-extern const char* const kCopyWgsl;
-// The FMA kernel: thread i starts four vec4 chains at 1e-7 i; 16 vec4 FMAs a loop trip.
-extern const char* const kFmaWgsl;
 // Flop per thread per loop trip of kFmaWgsl (16 vec4 FMAs).
 inline constexpr double kFmaFlopPerTrip = 128.0;
 // The FMA kernel's grid where it measures a roofline: 2M threads keep every SM of a large GPU busy.
