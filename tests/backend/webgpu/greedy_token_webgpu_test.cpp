@@ -25,6 +25,20 @@ class GreedyTokenTest : public testing::WebGpuTest {
     const Tensor x = cast(host, t);
     return TensorDeviceAccess::on_device(t, x.shape(), on_gpu(gpu(), x, *kernel::default_storage(t), "logits", std::nullopt));
   }
+  // The GPU's pick from `host` (float32) held in dtype `t`.
+  int64_t pick(const Tensor& host, DType t) { return backend().greedy_token(on_device(host, t)).data_as<int64_t>()[0]; }
+  // Rows of `row` values near -2 with each case's values planted (positions, the value at each,
+  // then the index the pick must give): the GPU's pick and the host's.
+  void expect_planted_picks(int64_t row, const std::vector<std::tuple<std::vector<int64_t>, float, int64_t>>& cases) {
+    for (DType t : device_float_dtypes())
+      for (const auto& [positions, value, expected] : cases) {
+        Tensor host(DType::Float32, {1, row});
+        for (int64_t i = 0; i < row; ++i) host.mutable_data_as<float>()[i] = -2.0f + 1e-3f * static_cast<float>(i % 3 == 0);
+        for (int64_t p : positions) host.mutable_data_as<float>()[p] = value;
+        EXPECT_EQ(pick(host, t), expected) << dtype_name(t) << " row " << row << " value " << value;
+        EXPECT_EQ(greedy_index(to_floats(cast(host, t))), expected) << dtype_name(t) << " value " << value << " (host)";
+      }
+  }
   // What the host picks from the last row of `x` as the GPU holds it.
   static int64_t host_pick(const Tensor& x) {
     const int64_t row = x.shape().back();
@@ -52,26 +66,38 @@ TEST_F(GreedyTokenTest, PicksTheLastRowsFirstMaximumAsTheHostDoes) {
     }
 }
 
+const float kNan = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
 TEST_F(GreedyTokenTest, TiesGoToTheFirstIndexAndNanAboveEveryNumber) {
-  const int64_t row = 1000;
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const float inf = std::numeric_limits<float>::infinity();
-  // (positions set, value at each), then the index the pick must give.
-  const std::vector<std::tuple<std::vector<int64_t>, float, int64_t>> cases = {
-      {{900, 17, 517}, 9.0f, 17},  // three equal maxima, lanes of different workgroup slots
-      {{999, 998}, inf, 998},      // infinity, twice
-      {{640, 3, 700}, nan, 3},     // the first NaN, not the largest number
-      {{0}, -1.0f, 0},             // a row of -2 but for a larger first element
-  };
-  for (DType t : device_float_dtypes())
-    for (const auto& [positions, value, expected] : cases) {
-      Tensor host(DType::Float32, {1, row});
-      for (int64_t i = 0; i < row; ++i) host.mutable_data_as<float>()[i] = -2.0f + 1e-3f * static_cast<float>(i % 3 == 0);
-      for (int64_t p : positions) host.mutable_data_as<float>()[p] = value;
-      const Tensor token = backend().greedy_token(on_device(host, t));
-      EXPECT_EQ(token.data_as<int64_t>()[0], expected) << dtype_name(t) << " value " << value;
-      EXPECT_EQ(greedy_index(to_floats(cast(host, t))), expected) << dtype_name(t) << " value " << value << " (host)";
-    }
+  expect_planted_picks(1000, {
+                                 {{900, 17, 517}, 9.0f, 17},  // three equal maxima, lanes of different workgroup slots
+                                 {{999, 998}, kInf, 998},     // infinity, twice
+                                 {{640, 3, 700}, kNan, 3},    // the first NaN, not the largest number
+                                 {{0}, -1.0f, 0},             // a row of -2 but for a larger first element
+                             });
+}
+
+TEST_F(GreedyTokenTest, AVocabularysRowIsPickedInBlocksAsOneWorkgroupPicksIt) {
+  // Llama 3's vocabulary: 126 blocks of 1024 values, then their picks. Equal maxima and NaNs in
+  // different blocks, the earlier block's last and a later block's first values.
+  const int64_t row = 128256;
+  std::mt19937 rng(11);
+  const Tensor x = on_device(random_rows({1, row}, rng), DType::Float32);
+  EXPECT_EQ(plan("wgml", "GreedyToken",
+                 [&] {
+                   kernel::KernelRequest r;
+                   r.inputs["logits"] = {DType::Float32, x.shape()};
+                   return r;
+                 }())
+                .passes.size(),
+            2u);
+  expect_planted_picks(row, {
+                                {{100000, 1023, 70000}, 9.0f, 1023},  // equal maxima in three blocks
+                                {{128255, 1024}, kInf, 1024},         // the first value of the second block, and the last
+                                {{120000, 3000, 90000}, kNan, 3000},  // the first NaN, not the largest number
+                                {{0}, -1.0f, 0},
+                            });
 }
 
 TEST_F(GreedyTokenTest, ATokenFedToATakeIsNotReadBackToBeChecked) {
