@@ -32,7 +32,7 @@
 // Weights read per token: every constant (init-chain outputs at their computed size) except tables
 // only gathered from (an untied embedding), so GB/s = those bytes / median ms per token.
 // --profile opens a second session with GPU timestamps after the timed one is gone and prints the
-// per-op times of one step (the timed steps never run with timestamps).
+// per-op times of one step (the timed steps never run with timestamps), one step ahead with --ahead.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -384,13 +384,21 @@ nlohmann::json profile_step(const Options& o, const std::string& constants_path,
   Session session(o.program, session_options(o, constants_path, true));
   const size_t logits = logits_output(session);
   const int64_t vocab = session.outputs()[logits].shape.back();
-  for (int k = 0; k < 2; ++k) decode_step(session, logits, vocab, token_at(k, vocab), position + k);
+  // With --ahead each step is the timed steps' kind: the logits row stays on the GPU and the greedy
+  // pick, which then runs every step, is in the profile.
+  AheadDecoder ahead(session, logits);
+  const auto one_step = [&](int k) {
+    if (!o.ahead) return static_cast<void>(decode_step(session, logits, vocab, token_at(k, vocab), position + k));
+    ahead.step(token_at(k, vocab), position + k);
+    ahead.finish();
+  };
+  for (int k = 0; k < 2; ++k) one_step(k);
   session.profile();
-  decode_step(session, logits, vocab, token_at(2, vocab), position + 2);
+  one_step(2);
   const std::vector<OpProfile> ops = session.profile();
   const RunStats& stats = session.last_run_stats();
-  std::printf("\nprofile of one step at position %lld (%s; %llu dispatches, %llu submits)\n%-36s %-7s %6s %10s  %s\n",
-              static_cast<long long>(position + 2), session.device_description().c_str(),
+  std::printf("\nprofile of one step%s at position %lld (%s; %llu dispatches, %llu submits)\n%-36s %-7s %6s %10s  %s\n",
+              o.ahead ? " and its greedy pick" : "", static_cast<long long>(position + 2), session.device_description().c_str(),
               static_cast<unsigned long long>(stats.dispatches), static_cast<unsigned long long>(stats.submits), "op", "device",
               "calls", "total ms", "note");
   nlohmann::json j = nlohmann::json::array();
