@@ -4,7 +4,7 @@
 # (docs/performance.md: the spread between processes is larger than most single changes). A build
 # with a kernels folder of its own in the kit (kernels_old, kernels_new) runs with those kernels.
 # Each payload's random constants are drawn once, into /tmp, and read by every process after.
-# PROFILE=0 leaves out the per-op profile of the new build that follows each payload's rounds.
+# PROFILE=0 leaves out the per-op profile of the new build (with NEW_FLAGS) after each payload's rounds.
 # OLD_FLAGS and NEW_FLAGS add llm_decode options to each build's runs (the same binary in both
 # slots with NEW_FLAGS=--ahead compares reading each step's logits with greedy decoding ahead).
 # Every round's lines also go to $OUT/0_rounds.txt, which sorts first among the files that come back
@@ -22,5 +22,5 @@ for m in "$@"; do
     done
   done
   [[ ${PROFILE:-1} == 1 ]] || continue
-  $K/llm_decode_new $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors --profile 2>&1 | tee $OUT/h200_${m}_new_profile.txt | sed -n '/^profile/,/^$/p' | head -24
+  $K/llm_decode_new $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors ${NEW_FLAGS:-} --profile 2>&1 | tee $OUT/h200_${m}_new_profile.txt | sed -n '/^profile/,/^$/p' | head -24
 done
