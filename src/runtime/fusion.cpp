@@ -128,7 +128,7 @@ struct Fusion {
   std::vector<ir::Instruction> before;
   std::vector<size_t> dropped;
   // The parts chain when it is not the parts themselves (value slots of its own), and main-chain
-  // instructions rewritten in place (by their index; at a part's place, emitted there instead).
+  // instructions outside the parts rewritten in place (by their index).
   std::vector<ir::Instruction> parts_chain;
   std::map<size_t, ir::Instruction> rewritten;
   // Inputs copied aside at the first part's place (IdCopy into slots of their own, no data
@@ -675,7 +675,7 @@ std::optional<Fusion> match_rotary_kv_write(ir::Program& p, const Matcher& m, si
       ir::OnnxOp q_part = *q_rope;
       if (m.written_between(q, rq, j, inside)) {
         const Tid own = new_temp_slot(p);
-        f.rewritten.emplace(rq, ir::Instruction(ir::Node(ir::IdCopyNode{q, own})));
+        f.copies_at_first.emplace_back(ir::Node(ir::IdCopyNode{q, own}));
         q_part.inputs[0] = q = own;
       }
       const std::optional<Tid> k = k_rope->inputs[0];
@@ -849,8 +849,8 @@ void apply(ir::Program& p, std::vector<Fusion>& fusions) {
       rewritten.origins.push_back(origin(i));
       continue;
     }
+    if (removed.count(i)) continue;
     const auto in_place = rewritten_in_place.find(i);
-    if (in_place == rewritten_in_place.end() && removed.count(i)) continue;
     rewritten.instructions.push_back(in_place != rewritten_in_place.end() ? std::move(in_place->second) : main.instructions[i]);
     rewritten.origins.push_back(origin(i));
   }
