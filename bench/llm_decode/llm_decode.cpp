@@ -388,9 +388,12 @@ nlohmann::json profile_step(const Options& o, const std::string& constants_path,
   // pick, which then runs every step, is in the profile.
   AheadDecoder ahead(session, logits);
   const auto one_step = [&](int k) {
-    if (!o.ahead) return static_cast<void>(decode_step(session, logits, vocab, token_at(k, vocab), position + k));
-    ahead.step(token_at(k, vocab), position + k);
-    ahead.finish();
+    if (o.ahead) {
+      ahead.step(token_at(k, vocab), position + k);
+      ahead.finish();
+    } else {
+      decode_step(session, logits, vocab, token_at(k, vocab), position + k);
+    }
   };
   for (int k = 0; k < 2; ++k) one_step(k);
   session.profile();
