@@ -137,25 +137,31 @@ PooledBuffer BufferPool::acquire(uint64_t bytes, BufferKind kind, std::string_vi
   lend(out);
   if (kind == BufferKind::Storage) {
     if (position >= lent_in_order_.size()) lent_in_order_.resize(position + 1);
-    lent_in_order_[position] = {out.id_, out.capacity_};
+    LentAt& at = lent_in_order_[position];
+    if (at.last.id != out.id_) at = {{out.id_, out.capacity_}, at.last};
   }
   return out;
 }
 
-// The buffer this request's place in the run got last time, when it is free and of a class the
-// request may take (as take_free: its own up to twice it).
+// The buffer this request's place in the run got last time, or the one before where that one is
+// still on loan, when it is free and of a class the request may take (as take_free: its own up to
+// twice it).
 bool BufferPool::take_lent_before(size_t position, uint64_t capacity, PooledBuffer& out) {
   if (position >= lent_in_order_.size()) return false;
-  const auto [id, class_bytes] = lent_in_order_[position];
-  if (class_bytes < capacity || class_bytes > 2 * capacity) return false;
-  const auto it = free_.find({BufferKind::Storage, class_bytes});
+  const LentAt& at = lent_in_order_[position];
+  return take_lent(at.last, capacity, out) || take_lent(at.earlier, capacity, out);
+}
+
+bool BufferPool::take_lent(const Lent& lent, uint64_t capacity, PooledBuffer& out) {
+  if (lent.id == 0 || lent.capacity < capacity || lent.capacity > 2 * capacity) return false;
+  const auto it = free_.find({BufferKind::Storage, lent.capacity});
   if (it == free_.end()) return false;
   std::vector<FreeBuffer>& buffers = it->second;
-  const auto found = std::find_if(buffers.begin(), buffers.end(), [&](const FreeBuffer& b) { return b.id == id; });
+  const auto found = std::find_if(buffers.begin(), buffers.end(), [&](const FreeBuffer& b) { return b.id == lent.id; });
   if (found == buffers.end()) return false;
   out.handle_ = found->handle;
   out.id_ = found->id;
-  out.capacity_ = class_bytes;
+  out.capacity_ = lent.capacity;
   buffers.erase(found);
   --stats_.free_buffers;
   return true;

@@ -117,10 +117,23 @@ class BufferPool {
     uint64_t fence;  // submission that must finish before the buffer is reused
   };
   using ClassKey = std::pair<BufferKind, uint64_t>;
+  struct Lent {
+    uint64_t id = 0;
+    uint64_t capacity = 0;
+  };
+  // The buffers a storage request's place in the run got the last two times it got a new one. Two,
+  // because a run's output may still be held when the next run asks at its place (a decode step one
+  // token ahead holds its pick through the next step): that place then alternates between two
+  // buffers, and with it the bind groups, which are found again instead of made at every run.
+  struct LentAt {
+    Lent last;
+    Lent earlier;
+  };
 
   void give_back(PooledBuffer& buffer, uint64_t fence);
   bool take_free(BufferKind kind, uint64_t capacity, PooledBuffer& out);
   bool take_lent_before(size_t position, uint64_t capacity, PooledBuffer& out);
+  bool take_lent(const Lent& lent, uint64_t capacity, PooledBuffer& out);
   std::optional<size_t> usable(BufferKind kind, const std::vector<FreeBuffer>& buffers);
   void lend(PooledBuffer& buffer);
   void destroy(WGPUBuffer handle, uint64_t capacity);
@@ -130,8 +143,8 @@ class BufferPool {
   // takes them. No PooledBuffer is destroyed while it is held.
   mutable std::mutex mutex_;
   std::map<ClassKey, std::vector<FreeBuffer>> free_;
-  std::vector<std::pair<uint64_t, uint64_t>> lent_in_order_;  // (id, class) of the run's storage requests
-  size_t position_ = 0;                                       // the next storage request's place in the run
+  std::vector<LentAt> lent_in_order_;  // by the run's storage requests' places
+  size_t position_ = 0;                // the next storage request's place in the run
   Stats stats_;
 };
 

@@ -230,6 +230,25 @@ TEST_F(GpuDeviceTest, TrimDestroysOnlyFreeBuffersTheGpuFinishedWith) {
   EXPECT_EQ(local.stats().created, 2u);
 }
 
+TEST_F(GpuDeviceTest, ARunWhoseOutputOutlivesTheNextRunAlternatesBetweenTwoBuffersAtEachPlace) {
+  // Each run asks for an output, kept until the next run has asked for its own (a decode step one
+  // token ahead), and a temp of the same class, freed last. Every place then gets the buffer it got
+  // two runs before: the bind groups of a run are those of the run before the last.
+  BufferPool local(device());
+  PooledBuffer previous;
+  std::vector<std::pair<uint64_t, uint64_t>> ids;  // (output, temp) of each run
+  for (int run = 0; run < 8; ++run) {
+    local.restart_sequence();
+    PooledBuffer output = local.acquire(256, BufferKind::Storage, "output");
+    PooledBuffer temp = local.acquire(256, BufferKind::Storage, "temp");
+    ids.emplace_back(output.id(), temp.id());
+    previous = std::move(output);
+    temp.reset();
+  }
+  for (size_t run = 3; run < ids.size(); ++run) EXPECT_EQ(ids[run], ids[run - 2]) << "run " << run;
+  EXPECT_EQ(local.stats().created, 3u);
+}
+
 TEST_F(GpuDeviceTest, BuffersCycledThroughManySubmitsKeepTheirData) {
   // Every step takes an input from the pool, writes it, runs a kernel and gives it back while
   // the GPU may still be working; each step's output must still come from its own input.
