@@ -150,6 +150,37 @@ TEST(WebGpuOnePassDecode, SdpaCasesMatchTheCpuReference) {
   EXPECT_GE(decodes, 8u);
 }
 
+// The quantized product cases (2-8 bits, affine and fp modes, decode and prefill rows) once more on
+// backends whose QMV gives each 32-value chunk to 1 and to 4 invocations (QMV_PARTS; the default
+// is 2), against the CPU reference. Bit widths that parts cannot split (3, 5, 6, the fp modes)
+// keep whole chunks.
+TEST(WebGpuQmvParts, QuantizedMatmulCasesMatchTheCpuReference) {
+  if (!testing::shared_backend()) GTEST_SKIP() << testing::skip_reason();
+  const cpu::CpuBackend reference;
+  for (const int parts : {1, 4}) {
+    GpuOptions options;
+    options.small_values_on_host = false;
+    options.tunables = {"QuantizedMatmul.QMV_PARTS=" + std::to_string(parts)};
+    const WebGpuBackend backend(options);
+    kernel::KernelRequest decode;
+    decode.inputs = {{"x", {DType::BFloat16, {1, 256}}},
+                     {"w", {DType::UInt32, {40, 32}}},
+                     {"scales", {DType::BFloat16, {40, 4}}},
+                     {"biases", {DType::BFloat16, {40, 4}}}};
+    const kernel::KernelPlan& plan = backend.context()->plan(*backend.context()->engine().find("mlx", "QuantizedMatmul"), decode);
+    ASSERT_EQ(plan.variant, "qmv");
+    EXPECT_NE(plan.passes.at(0).wgsl->find("const PARTS: u32 = " + std::to_string(parts) + "u;"), std::string::npos);
+    size_t cases = 0;
+    for (const nlohmann::json& c : wgml::testing::mlx_cases_of("QuantizedMatmulNode")) {
+      ++cases;
+      const std::string name = c["name"].get<std::string>() + " (" + std::to_string(parts) + " parts a chunk)";
+      wgml::testing::expect_same_results(c, wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
+                                         name);
+    }
+    EXPECT_GE(cases, 8u);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryNode, WebGpuMlxDifferential, ::testing::ValuesIn(wgml::testing::all_node_names()),
                          [](const auto& info) { return info.param; });
 
