@@ -151,13 +151,13 @@ TEST(WebGpuOnePassDecode, SdpaCasesMatchTheCpuReference) {
 }
 
 // The quantized product cases (2-8 bits, affine and fp modes, decode and prefill rows) once more on
-// backends whose QMV gives each 32-value chunk to 1 and to 4 invocations (QMV_PARTS; the default
-// is 2), against the CPU reference. Bit widths that parts cannot split (3, 5, 6, the fp modes)
-// keep whole chunks.
+// backends whose QMV gives each 32-value chunk to 1, 2 and 4 invocations (QMV_PARTS; by default 2
+// for 4 bits, else 1), against the CPU reference. Bit widths that parts cannot split (3, 5, 6, the
+// fp modes) keep whole chunks.
 TEST(WebGpuQmvParts, QuantizedMatmulCasesMatchTheCpuReference) {
   if (!testing::shared_backend()) GTEST_SKIP() << testing::skip_reason();
   const cpu::CpuBackend reference;
-  for (const int parts : {1, 4}) {
+  for (const int parts : {1, 2, 4}) {
     GpuOptions options;
     options.small_values_on_host = false;
     options.tunables = {"QuantizedMatmul.QMV_PARTS=" + std::to_string(parts)};
