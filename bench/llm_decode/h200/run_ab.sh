@@ -17,10 +17,10 @@ for m in "$@"; do
       kernels=$WGML_KERNELS_DIR
       [[ -d $K/kernels_$build ]] && kernels=$PWD/$K/kernels_$build
       flags=OLD_FLAGS; [[ $build == new ]] && flags=NEW_FLAGS
-      WGML_KERNELS_DIR=$kernels $K/llm_decode_$build $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors ${!flags:-} --json $OUT/h200_${m}_${build}_$round.json 2>&1 |
-        grep -E 'ms per token|CPU time|per token:|during the timed' | sed "s/^/$m $build round $round: /" | tee -a $OUT/0_rounds.txt
+      WGML_KERNELS_DIR=$kernels decode $build $m ${!flags:-} --json $OUT/h200_${m}_${build}_$round.json 2>&1 |
+        summary "$m $build round $round" $OUT/0_rounds.txt
     done
   done
   [[ ${PROFILE:-1} == 1 ]] || continue
-  $K/llm_decode_new $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors ${NEW_FLAGS:-} --profile 2>&1 | tee $OUT/h200_${m}_new_profile.txt | sed -n '/^profile/,/^$/p' | head -24
+  decode new $m ${NEW_FLAGS:-} --profile 2>&1 | tee $OUT/h200_${m}_new_profile.txt | sed -n '/^profile/,/^$/p' | head -24
 done

@@ -19,8 +19,7 @@ for round in $(seq "${ROUNDS:-2}"); do
     dir=$PWD/kernels
     [[ $kernels == checkout ]] || dir=$PWD/$K/kernels_$kernels
     (( $(left) > 0 )) || exit 0
-    WGML_KERNELS_DIR=$dir timeout "$(left)" $K/llm_decode_$build $P/$m.mlxg --past 1024 --steps 64 --warmup 4 \
-      --constants /tmp/$m.safetensors ${FLAGS:-} $extra 2>&1 |
-      grep -E 'ms per token|CPU time|per token:|during the timed|rror' | sed "s/^/$m [$config] round $round: /" | tee -a $OUT/0_configs.txt
+    WGML_KERNELS_DIR=$dir LIMIT=$(left) decode $build $m ${FLAGS:-} $extra 2>&1 |
+      summary "$m [$config] round $round" $OUT/0_configs.txt
   done
 done

@@ -11,7 +11,6 @@ m=$1
 shift
 for round in $(seq "${ROUNDS:-2}"); do
   for setting in "$@"; do
-    $K/llm_decode_new $P/$m.mlxg --past 1024 --steps 64 --warmup 4 --constants /tmp/$m.safetensors ${FLAGS:-} $setting 2>&1 |
-      grep -E 'ms per token|CPU time|per token:|rror' | sed "s/^/$m [${setting:-default}] round $round: /" | tee -a $OUT/0_sweep.txt
+    decode new $m ${FLAGS:-} $setting 2>&1 | summary "$m [${setting:-default}] round $round" $OUT/0_sweep.txt
   done
 done
