@@ -163,6 +163,41 @@ TEST_F(FusedProductsTest, QuantizedProductsEqualTheThreeProductsToTheBit) {
   }
 }
 
+// QMV_UNROLL loads several chunks before summing any, in the order one at a time sums them: each of
+// the three QMV ops gives the same bits with 2 and 4 chunks an iteration as with 1, where K leaves
+// the last iteration short (K = 5120: 160 chunks, an iteration of 2 or 4 taking 128 or 256 with
+// 2 parts a chunk and 128 invocations).
+TEST_F(FusedProductsTest, UnrolledQmvChunksGiveTheSameBits) {
+  std::mt19937 rng(31);
+  const int64_t k = 5120, group = 64;
+  const Operands pair = quantized_pair(DType::BFloat16, 1, k, 40, group, rng);
+  const Operands triple = quantized_triple(DType::BFloat16, 2, k, {24, 8, 8}, group, rng);
+  const Operands lone = {{"x", pair.at("x")}, {"w", pair.at("w")}, {"scales", pair.at("scales")}, {"biases", pair.at("biases")}};
+  const std::vector<std::tuple<std::string, std::string, const Operands*>> ops = {
+      {"mlx", "QuantizedMatmul", &lone}, {"wgml", "QuantizedSwiGlu", &pair}, {"wgml", "QuantizedProducts", &triple}};
+  const auto outputs_with = [&](int unroll) {
+    GpuOptions options;
+    for (const auto& [domain, op, operands] : ops) options.tunables.push_back(op + ".QMV_UNROLL=" + std::to_string(unroll));
+    const WebGpuBackend unrolled(options);
+    std::vector<std::map<std::string, Tensor>> outputs;
+    for (const auto& [domain, op, operands] : ops) {
+      const std::shared_ptr<GpuContext>& context = unrolled.context();
+      const kernel::KernelPlan& p = context->plan(*context->engine().find(domain, op), request_of(*operands, four_bits(group)));
+      EXPECT_NE(p.passes.at(0).wgsl->find("const UNROLL: u32 = " + std::to_string(unroll) + "u;"), std::string::npos) << op;
+      outputs.push_back(run_plan(context, p, *operands));
+    }
+    return outputs;
+  };
+  const auto one = outputs_with(1);
+  for (const int unroll : {2, 4}) {
+    const auto unrolled = outputs_with(unroll);
+    for (size_t o = 0; o < ops.size(); ++o)
+      for (const auto& [name, tensor] : one[o])
+        testing::expect_same_tensor(unrolled[o].at(name), tensor,
+                                    std::get<1>(ops[o]) + " " + name + ", " + std::to_string(unroll) + " chunks unrolled");
+  }
+}
+
 TEST_F(FusedProductsTest, MoreThanEightRowsOrMatricesOfTwoShapesDoNotFit) {
   std::mt19937 rng(13);
   Operands pair = quantized_pair(DType::Float32, 9, 64, 8, 32, rng);
