@@ -152,15 +152,25 @@ TEST(WebGpuOnePassDecode, SdpaCasesMatchTheCpuReference) {
 
 // The quantized product cases (2-8 bits, affine and fp modes, decode and prefill rows) once more on
 // backends whose QMV gives each 32-value chunk to 1, 2 and 4 invocations (QMV_PARTS; by default 2
-// for 4 bits, else 1), against the CPU reference. Bit widths that parts cannot split (3, 5, 6, the
-// fp modes) keep whole chunks.
-TEST(WebGpuQmvParts, QuantizedMatmulCasesMatchTheCpuReference) {
+// for 4 bits, else 1), and whose workgroups have 256 invocations loading 2 chunks at a time
+// (QMV_THREADS, QMV_UNROLL), against the CPU reference. Bit widths that parts cannot split (3, 5,
+// 6, the fp modes) keep whole chunks.
+TEST(WebGpuQmvTunables, QuantizedMatmulCasesMatchTheCpuReference) {
   if (!testing::shared_backend()) GTEST_SKIP() << testing::skip_reason();
   const cpu::CpuBackend reference;
-  for (const int parts : {1, 2, 4}) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> settings = {
+      {{"QMV_PARTS=1"}, "const PARTS: u32 = 1u;"},
+      {{"QMV_PARTS=2"}, "const PARTS: u32 = 2u;"},
+      {{"QMV_PARTS=4"}, "const PARTS: u32 = 4u;"},
+      {{"QMV_THREADS=256", "QMV_UNROLL=2"}, "const WORKGROUP: u32 = 256u;"}};
+  for (const auto& [tunables, shown] : settings) {
     GpuOptions options;
     options.small_values_on_host = false;
-    options.tunables = {"QuantizedMatmul.QMV_PARTS=" + std::to_string(parts)};
+    std::string label;
+    for (const std::string& t : tunables) {
+      options.tunables.push_back("QuantizedMatmul." + t);
+      label += (label.empty() ? "" : ", ") + t;
+    }
     const WebGpuBackend backend(options);
     kernel::KernelRequest decode;
     decode.inputs = {{"x", {DType::BFloat16, {1, 256}}},
@@ -169,13 +179,12 @@ TEST(WebGpuQmvParts, QuantizedMatmulCasesMatchTheCpuReference) {
                      {"biases", {DType::BFloat16, {40, 4}}}};
     const kernel::KernelPlan& plan = backend.context()->plan(*backend.context()->engine().find("mlx", "QuantizedMatmul"), decode);
     ASSERT_EQ(plan.variant, "qmv");
-    EXPECT_NE(plan.passes.at(0).wgsl->find("const PARTS: u32 = " + std::to_string(parts) + "u;"), std::string::npos);
+    EXPECT_NE(plan.passes.at(0).wgsl->find(shown), std::string::npos) << label;
     size_t cases = 0;
     for (const nlohmann::json& c : wgml::testing::mlx_cases_of("QuantizedMatmulNode")) {
       ++cases;
-      const std::string name = c["name"].get<std::string>() + " (" + std::to_string(parts) + " parts a chunk)";
       wgml::testing::expect_same_results(c, wgml::testing::run_mlx_case(c, backend), wgml::testing::run_mlx_case(c, reference),
-                                         name);
+                                         c["name"].get<std::string>() + " (" + label + ")");
     }
     EXPECT_GE(cases, 8u);
   }
