@@ -4,7 +4,7 @@
 # payloads alternated round by round so that all see the same machine state. Every run's lines go
 # to $OUT/0_acceptance.txt; then one line a payload: each process's ms per token, their median,
 # tokens/s, the median of the processes' thread CPU ms per token, and the goal in tokens/s.
-# DEADLINE (seconds since the call began, default 560) stops the runs in time.
+# DEADLINE stops the runs in time (setup.sh's `left`).
 set -u
 . "$(dirname "$0")/setup.sh"
 payloads=("$@")
@@ -13,9 +13,8 @@ declare -A goal=([llama-1b-bf16]=540 [llama-1b-bf16-4w]=600 [llama-8b-bf16]=141 
 log=$OUT/0_acceptance.txt
 for round in $(seq "${ROUNDS:-3}"); do
   for m in "${payloads[@]}"; do
-    left=$((${DEADLINE:-560} - SECONDS))
-    ((left > 0)) || break 2
-    LIMIT=$left decode ${BUILD:-new} $m --ahead 2>&1 | summary "$m round $round" $log
+    (($(left) > 0)) || break 2
+    LIMIT=$(left) decode ${BUILD:-new} $m --ahead 2>&1 | summary "$m round $round" $log
   done
 done
 # The median of a payload's per-process medians, from its "ms per token" and "CPU time" lines.

@@ -4,13 +4,12 @@
 # llm_decode_BUILD, run with the kit's kernels_KERNELS folder ("checkout" for the checkout's
 # kernels/) and extra llm_decode flags. FLAGS adds flags to every run (e.g. --ahead). E.g.
 #   FLAGS=--ahead run_configs.sh llama-8b-bf16-4w new:checkout norm:checkout "new:checkout:--tunable QuantizedMatmul.QMV_PARTS=1"
-# Every run's lines go to stdout and to $OUT/0_configs.txt; DEADLINE (seconds since the call
-# began, default 560) stops the runs in time for the device to return what they wrote.
+# Every run's lines go to stdout and to $OUT/0_configs.txt; DEADLINE stops the runs in time
+# (setup.sh's `left`).
 set -u
 . "$(dirname "$0")/setup.sh"
 m=$1
 shift
-left() { echo $((${DEADLINE:-560} - SECONDS)); }
 for round in $(seq "${ROUNDS:-2}"); do
   for config in "$@"; do
     build=${config%%:*} rest=${config#*:}

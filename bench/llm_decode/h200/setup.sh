@@ -19,3 +19,6 @@ decode() {
 # ... | summary LABEL FILE: the lines of a decode run that the rounds compare, each after LABEL, to
 # stdout and appended to FILE.
 summary() { grep -E 'ms per token|CPU time|per token:|during the timed|rror' | sed "s/^/$1: /" | tee -a "$2"; }
+# Seconds left before DEADLINE (seconds since the call began, default 560), by when the runs must
+# stop for the device to return what they wrote.
+left() { echo $((${DEADLINE:-560} - SECONDS)); }

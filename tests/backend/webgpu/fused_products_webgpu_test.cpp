@@ -179,9 +179,9 @@ TEST_F(FusedProductsTest, UnrolledQmvChunksGiveTheSameBits) {
     GpuOptions options;
     for (const auto& [domain, op, operands] : ops) options.tunables.push_back(op + ".QMV_UNROLL=" + std::to_string(unroll));
     const WebGpuBackend unrolled(options);
+    const std::shared_ptr<GpuContext>& context = unrolled.context();
     std::vector<std::map<std::string, Tensor>> outputs;
     for (const auto& [domain, op, operands] : ops) {
-      const std::shared_ptr<GpuContext>& context = unrolled.context();
       const kernel::KernelPlan& p = context->plan(*context->engine().find(domain, op), request_of(*operands, four_bits(group)));
       EXPECT_NE(p.passes.at(0).wgsl->find("const UNROLL: u32 = " + std::to_string(unroll) + "u;"), std::string::npos) << op;
       outputs.push_back(run_plan(context, p, *operands));
